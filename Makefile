@@ -1,0 +1,29 @@
+# The README's test command is `make test`; CI (.ci/run) runs exactly that.
+GO ?= go
+UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
+
+.PHONY: test vet unit e2e fuzz build
+
+test: vet unit e2e
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+# Unit tests keep -race; each package gets an explicit timeout.
+unit:
+	$(GO) test -race -timeout 15m $(UNIT_PKGS)
+
+# e2e: real processes on loopback; the binary is built once per package
+# without -race, packages run one at a time.
+e2e:
+	$(GO) test -p 1 -timeout 20m ./e2e/...
+
+# Fuzz targets, each for FUZZTIME (not part of `make test`).
+FUZZTIME ?= 2m
+fuzz:
+	$(GO) test ./topology -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./topology -run '^$$' -fuzz '^FuzzUnits$$' -fuzztime $(FUZZTIME)
+
+build:
+	$(GO) build -o bin/strata ./cmd/strata

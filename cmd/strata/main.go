@@ -1,0 +1,29 @@
+// Command strata is Strata's one binary: `strata up` runs a whole mesh on
+// this machine, `strata node` runs one node of it, and the other
+// subcommands validate topologies and inspect a running mesh. This package
+// holds flags and subcommands only; the logic lives in the packages it
+// calls.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+func main() {
+	if err := newRoot().Execute(); err != nil {
+		var ee exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
+		fmt.Fprintln(os.Stderr, "strata:", err)
+		os.Exit(1)
+	}
+}
+
+// exitError ends the process with code after the command already printed
+// what went wrong.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stratamesh/strata/internal/gossip"
+	"github.com/stratamesh/strata/region"
+)
+
+func newNode() *cobra.Command {
+	var cfg region.NodeConfig
+	var file, gossipProfile, logLevel string
+	cmd := &cobra.Command{
+		Use:   "node --topology FILE --region R --role broker|bookie|meta --id ID",
+		Short: "Run one node of a topology (for deployments across machines)",
+		Long: `node runs one node of the topology in this process. Once it is serving it
+prints one JSON line with its endpoints on stdout (the format of a node in
+mesh.json); logs go to stderr. SIGINT or SIGTERM stops it gracefully: it
+leaves its Serf pools and drops its registration first.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, _, err := loadTopology(file)
+			if err != nil {
+				return err
+			}
+			logger, err := newLogger(logLevel)
+			if err != nil {
+				return err
+			}
+			cfg.Mesh, cfg.Gossip, cfg.Logger = m, gossip.Profile(gossipProfile), logger
+			cfg.DataDir = dataDirOr(cfg.DataDir, m)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			n, err := region.StartNode(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			report, _ := json.Marshal(n.Endpoints())
+			fmt.Fprintln(cmd.OutOrStdout(), string(report))
+			var fatal error
+			select {
+			case <-ctx.Done():
+			case fatal = <-n.Fatal():
+				logger.Error("node failed", "err", fatal)
+			}
+			stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := n.Stop(stopCtx); err != nil {
+				logger.Warn("stop", "err", err)
+			}
+			return fatal
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&file, "topology", "", "topology YAML (required)")
+	f.StringVar(&cfg.Region, "region", "", "region of the node (required)")
+	f.StringVar(&cfg.Role, "role", "", "role of the node: broker, bookie or meta (checked against the topology)")
+	f.StringVar(&cfg.ID, "id", "", "node id within the region (required)")
+	f.StringVar(&cfg.DataDir, "data-dir", "", "mesh data directory (default: the topology's data_dir, else ./strata-data)")
+	f.StringSliceVar(&cfg.EtcdEndpoints, "etcd", nil, "metadata etcd client URLs (default: from the topology)")
+	f.StringSliceVar(&cfg.LANJoin, "join", nil, "Serf LAN seeds host:port (default: from the topology)")
+	f.StringSliceVar(&cfg.WANJoin, "wan-join", nil, "Serf WAN seeds host:port (default: the region's wan_join)")
+	f.StringVar(&gossipProfile, "gossip", "lan", "Serf timing: lan, wan or loopback (all nodes on one machine)")
+	f.DurationVar(&cfg.RegistrationTTL, "registration-ttl", region.DefaultRegistrationTTL, "lease TTL of the node's registration in etcd")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	for _, req := range []string{"topology", "region", "id"} {
+		_ = cmd.MarkFlagRequired(req)
+	}
+	return cmd
+}

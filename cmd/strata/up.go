@@ -1,0 +1,54 @@
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stratamesh/strata/internal/supervisor"
+)
+
+func newUp() *cobra.Command {
+	var file, dataDir, logLevel string
+	var fresh bool
+	var startTimeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Run a whole mesh on this machine (every region's meta, bookie and broker nodes)",
+		Long: `up starts every node of the topology as its own process, writes their
+endpoints to <data-dir>/mesh.json, prints them, and supervises them until
+interrupted (SIGINT/SIGTERM), when it stops every node and keeps the data
+for the next run. Without -f it runs the embedded default mesh.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, raw, err := loadTopology(file)
+			if err != nil {
+				return err
+			}
+			logger, err := newLogger(logLevel)
+			if err != nil {
+				return err
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return supervisor.Run(ctx, supervisor.Config{
+				Mesh: m, TopologyYAML: raw, DataDir: dataDirOr(dataDir, m), Fresh: fresh,
+				Executable: exe, Out: cmd.OutOrStdout(), StartTimeout: startTimeout, Logger: logger,
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "topology YAML (default: the embedded default mesh)")
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "data directory (default: the topology's data_dir, else ./strata-data)")
+	cmd.Flags().BoolVar(&fresh, "fresh", false, "wipe the data directory before starting")
+	cmd.Flags().DurationVar(&startTimeout, "start-timeout", 60*time.Second, "how long each node may take to start")
+	cmd.Flags().StringVar(&logLevel, "log-level", "warn", "supervisor log level: debug, info, warn, error")
+	return cmd
+}
+

@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stratamesh/strata/internal/gossip"
+	"github.com/stratamesh/strata/internal/meshfile"
+	"github.com/stratamesh/strata/internal/status"
+	"github.com/stratamesh/strata/internal/testutil"
+)
+
+const twoRegions = `mesh: e2e
+defaults:
+  ledger: {ensemble: 2, write_quorum: 2, ack_quorum: 2}
+regions:
+  - name: east
+    brokers: 2
+    bookies: 3
+  - name: west
+    brokers: 2
+    bookies: 3
+tenants:
+  - name: demo
+    namespaces:
+      - name: events
+`
+
+// TestUpTwoRegions runs a 2-region mesh, waits until every member is alive
+// in both LAN pools and the WAN pool, SIGKILLs a node and sees the others
+// mark it failed, then stops `up` with SIGTERM and checks that it exits 0
+// and leaves no node process behind.
+func TestUpTwoRegions(t *testing.T) {
+	dir := t.TempDir()
+	topo := filepath.Join(dir, "mesh.yaml")
+	if err := os.WriteFile(topo, []byte(twoRegions), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(dir, "data")
+	up := startUp(t, dataDir, "-f", topo)
+
+	var live *meshfile.File
+	took := testutil.Eventually(t, "every member alive in both LAN pools and the WAN pool", 60*time.Second, func() bool {
+		if up.exited() {
+			t.Fatalf("strata up exited early: %v", up.exitErr)
+		}
+		f, ok := meshStatus(t, dataDir)
+		if ok && status.AllAlive(f) {
+			live = f
+			return true
+		}
+		return false
+	})
+	t.Logf("mesh of %d regions alive after %v", len(live.Regions), took)
+	checkShape(t, live)
+
+	// SIGKILL one bookie of west; the rest of west must mark it failed.
+	victim := live.Node("west", "k2")
+	if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	took = testutil.Eventually(t, "west/k2 marked failed", 60*time.Second, func() bool {
+		f, ok := meshStatus(t, dataDir)
+		return ok && f.Node("west", "k2").State == gossip.StateFailed && f.Node("west", "b1").State == gossip.StateAlive
+	})
+	t.Logf("killed node marked failed after %v", took)
+	testutil.Eventually(t, "up reporting the dead node", 30*time.Second, func() bool {
+		return strings.Contains(up.output(), "node west/k2")
+	})
+	f, err := meshfile.Read(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Node("west", "k2").Exited; !strings.Contains(got, "killed") {
+		t.Fatalf("mesh.json: west/k2 exited = %q, want it to say killed", got)
+	}
+
+	// SIGTERM to up: exit 0, no node left, mesh.json removed, data kept.
+	if err := up.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-up.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("strata up did not exit within 60s of SIGTERM")
+	}
+	if up.exitErr != nil {
+		t.Fatalf("strata up exit: %v", up.exitErr)
+	}
+	for _, r := range live.Regions {
+		for _, n := range r.Nodes {
+			if !processGone(n.PID) {
+				t.Errorf("node %s/%s (pid %d) still running after up exited", r.Name, n.ID, n.PID)
+			}
+		}
+	}
+	if _, err := meshfile.Read(dataDir); err == nil {
+		t.Error("mesh.json still present after a clean stop")
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "east", "meta")); err != nil {
+		t.Errorf("metadata of east not kept for the next run: %v", err)
+	}
+}
+
+// checkShape checks mesh.json's content against the topology.
+func checkShape(t *testing.T, f *meshfile.File) {
+	t.Helper()
+	if f.Mesh != "e2e" || len(f.Regions) != 2 {
+		t.Fatalf("mesh %q with %d regions, want e2e with 2", f.Mesh, len(f.Regions))
+	}
+	for _, r := range f.Regions {
+		roles := map[string]int{}
+		for _, n := range r.Nodes {
+			roles[n.Role]++
+			if n.Admin == "" || n.SerfLAN == "" || n.PID == 0 {
+				t.Errorf("%s/%s lacks endpoints: %+v", r.Name, n.ID, n)
+			}
+			if (n.Role == "broker") != (n.SerfWAN != "") {
+				t.Errorf("%s/%s: serf_wan %q (only brokers join the WAN pool)", r.Name, n.ID, n.SerfWAN)
+			}
+			if (n.Role == "meta") != (n.Etcd != "") {
+				t.Errorf("%s/%s: etcd %q (only meta nodes run etcd)", r.Name, n.ID, n.Etcd)
+			}
+		}
+		if roles["meta"] != 1 || roles["broker"] != 2 || roles["bookie"] != 3 {
+			t.Errorf("region %s roles = %v, want 1 meta, 2 brokers, 3 bookies", r.Name, roles)
+		}
+		if len(r.WAN) != 4 {
+			t.Errorf("region %s WAN view has %d members, want the 4 brokers", r.Name, len(r.WAN))
+		}
+		if r.Tier.Kind != "fs" || r.Tier.Dir == "" {
+			t.Errorf("region %s tier = %+v, want fs with a dir", r.Name, r.Tier)
+		}
+	}
+}

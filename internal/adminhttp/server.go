@@ -1,0 +1,155 @@
+package adminhttp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+)
+
+// ReadyCheck reports why the node is not ready, or nil when it is.
+type ReadyCheck func(ctx context.Context) error
+
+// Server is a node's admin HTTP server.
+type Server struct {
+	mux     *http.ServeMux
+	routes  []string
+	checks  map[string]ReadyCheck
+	logger  *slog.Logger
+	srv     *http.Server
+	ln      net.Listener
+	served  chan struct{}
+	started bool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New returns a server with /healthz and /readyz; mount /metrics and the
+// admin routes with Handle.
+func New(logger *slog.Logger) *Server {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{mux: http.NewServeMux(), checks: map[string]ReadyCheck{}, logger: logger}
+	s.Handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	}))
+	s.Handle("GET /readyz", http.HandlerFunc(s.ready))
+	return s
+}
+
+// Handle mounts h on pattern (net/http's "METHOD /path" form). It panics
+// if called after Start, like http.ServeMux on a conflicting pattern.
+func (s *Server) Handle(pattern string, h http.Handler) {
+	if s.started {
+		panic("adminhttp: Handle after Start")
+	}
+	s.mux.Handle(pattern, h)
+	s.routes = append(s.routes, pattern)
+}
+
+// Routes lists the mounted patterns, sorted (for the OpenAPI check).
+func (s *Server) Routes() []string {
+	out := append([]string(nil), s.routes...)
+	sort.Strings(out)
+	return out
+}
+
+// AddReadyCheck registers a named readiness check run by /readyz.
+func (s *Server) AddReadyCheck(name string, c ReadyCheck) {
+	if s.started {
+		panic("adminhttp: AddReadyCheck after Start")
+	}
+	s.checks[name] = c
+}
+
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	failing := map[string]string{}
+	for name, c := range s.checks {
+		if err := c(ctx); err != nil {
+			failing[name] = err.Error()
+		}
+	}
+	if len(failing) > 0 {
+		WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "failing": failing})
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// Start listens on addr (host:port; port 0 picks a free one) and serves in
+// the background until Close.
+func (s *Server) Start(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("adminhttp: listen %s: %w", addr, err)
+	}
+	s.started = true
+	s.ln = ln
+	s.srv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	s.served = make(chan struct{})
+	go func() {
+		defer close(s.served)
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.logger.Error("admin http server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// Addr is the bound address (host:port) after Start.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// URL is "http://" + Addr.
+func (s *Server) URL() string { return "http://" + s.Addr() }
+
+// Close stops accepting, waits for in-flight requests until ctx ends, then
+// closes what is left. Idempotent; a no-op if Start was never called.
+func (s *Server) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		if s.srv == nil {
+			return
+		}
+		if err := s.srv.Shutdown(ctx); err != nil {
+			s.closeErr = s.srv.Close()
+		}
+		<-s.served
+	})
+	return s.closeErr
+}
+
+// ErrorBody is the error shape of the admin API: {"error": {...}}.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail carries a stable snake_case code, a message and optionally
+// the request field at fault.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+// WriteJSON writes v as JSON with the given status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// WriteError writes the admin API's error shape.
+func WriteError(w http.ResponseWriter, status int, code, message, field string) {
+	WriteJSON(w, status, ErrorBody{Error: ErrorDetail{Code: code, Message: message, Field: field}})
+}

@@ -1,0 +1,90 @@
+package adminhttp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func get(t *testing.T, url string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatalf("decode %s: %v", url, err)
+	}
+	return resp.StatusCode, body
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	var ready atomic.Bool
+	s := New(nil)
+	s.AddReadyCheck("etcd", func(context.Context) error {
+		if !ready.Load() {
+			return errors.New("etcd not reachable")
+		}
+		return nil
+	})
+	if err := s.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+
+	if code, _ := get(t, s.URL()+"/healthz"); code != 200 {
+		t.Fatalf("healthz = %d", code)
+	}
+	code, body := get(t, s.URL()+"/readyz")
+	if code != 503 || body["failing"].(map[string]any)["etcd"] != "etcd not reachable" {
+		t.Fatalf("readyz before ready = %d %v", code, body)
+	}
+	ready.Store(true)
+	if code, body := get(t, s.URL()+"/readyz"); code != 200 {
+		t.Fatalf("readyz when ready = %d %v", code, body)
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal("second Close:", err)
+	}
+	if _, err := http.Get(s.URL() + "/healthz"); err == nil {
+		t.Fatal("server still answers after Close")
+	}
+}
+
+func TestRoutesAndErrors(t *testing.T) {
+	s := New(nil)
+	s.Handle("GET /admin/v1/thing", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		WriteError(w, http.StatusNotFound, "not_found", "no thing", "name")
+	}))
+	want := []string{"GET /admin/v1/thing", "GET /healthz", "GET /readyz"}
+	got := s.Routes()
+	if len(got) != len(want) {
+		t.Fatalf("Routes = %v", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("Routes = %v, want %v", got, want)
+		}
+	}
+	if err := s.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	code, body := get(t, s.URL()+"/admin/v1/thing")
+	e := body["error"].(map[string]any)
+	if code != 404 || e["code"] != "not_found" || e["field"] != "name" {
+		t.Fatalf("error response = %d %v", code, body)
+	}
+}

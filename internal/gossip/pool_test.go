@@ -1,0 +1,94 @@
+package gossip
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/stratamesh/strata/internal/testutil"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func startPool(t *testing.T, name string) *Pool {
+	t.Helper()
+	p, err := Start(Config{NodeName: name, Profile: ProfileLoopback, Tags: map[string]string{"id": name}})
+	if err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func states(p *Pool) map[string]string {
+	out := map[string]string{}
+	for _, m := range p.Members() {
+		out[m.Name] = m.State
+	}
+	return out
+}
+
+func TestJoinFailLeave(t *testing.T) {
+	a := startPool(t, "r/a")
+	b := startPool(t, "r/b")
+	c := startPool(t, "r/c")
+	for _, p := range []*Pool{b, c} {
+		if n, err := p.Join([]string{a.Addr()}); err != nil || n != 1 {
+			t.Fatalf("join: n=%d err=%v", n, err)
+		}
+	}
+	testutil.Eventually(t, "three alive members seen by c", 10*time.Second, func() bool {
+		s := states(c)
+		return len(s) == 3 && s["r/a"] == StateAlive && s["r/b"] == StateAlive && s["r/c"] == StateAlive
+	})
+	if got := a.Members()[1].Tags["id"]; got != "r/b" {
+		t.Fatalf("tags not gossiped: got id=%q", got)
+	}
+	select {
+	case <-a.Changed():
+	default:
+		t.Fatal("Changed had no pending signal after joins")
+	}
+
+	// b leaves gracefully: the others see it as left, not failed.
+	if err := b.Leave(); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	testutil.Eventually(t, "b left", 10*time.Second, func() bool { return states(a)["r/b"] == StateLeft })
+
+	// c vanishes without a leave: the others mark it failed.
+	c.Close()
+	testutil.Eventually(t, "c failed", 10*time.Second, func() bool { return states(a)["r/c"] == StateFailed })
+}
+
+func TestJoinNoSeed(t *testing.T) {
+	a := startPool(t, "r/a")
+	_, err := a.Join([]string{"127.0.0.1:1"})
+	if err == nil {
+		t.Fatal("join to a dead seed succeeded")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	err := Config{BindPort: 70000, Profile: "fast"}.Validate()
+	want := "gossip: NodeName is required\ngossip: BindPort 70000 is outside 0..65535\ngossip: unknown Profile \"fast\" (want lan, wan or loopback)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Validate = %v, want %q", err, want)
+	}
+	if err := (Config{NodeName: "x"}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCloseIdempotent(t *testing.T) {
+	p := startPool(t, fmt.Sprintf("r/%d", time.Now().UnixNano()))
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,141 @@
+package meshfile
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Name is the runtime file's name inside the data directory.
+const Name = "mesh.json"
+
+// File is the content of mesh.json.
+type File struct {
+	Mesh      string    `json:"mesh"`
+	StartedAt time.Time `json:"started_at"`
+	Regions   []Region  `json:"regions"`
+}
+
+// Region is one region's entry.
+type Region struct {
+	Name  string `json:"name"`
+	Tier  Tier   `json:"tier"`
+	Nodes []Node `json:"nodes"`
+	// WAN is the WAN pool as seen from this region (status only).
+	WAN []Member `json:"wan,omitempty"`
+}
+
+// Tier is the region's resolved offload target.
+type Tier struct {
+	Kind   string `json:"kind"`
+	Dir    string `json:"dir,omitempty"`
+	Bucket string `json:"bucket,omitempty"`
+	Prefix string `json:"prefix,omitempty"`
+}
+
+// Node is one node's endpoints. Addresses are host:port; URLs carry their
+// scheme. Empty fields are services the node does not run.
+type Node struct {
+	ID      string `json:"id"`
+	Role    string `json:"role"`
+	PID     int    `json:"pid,omitempty"`
+	Etcd    string `json:"etcd,omitempty"`
+	NATS    string `json:"nats,omitempty"`
+	GRPC    string `json:"grpc,omitempty"`
+	Admin   string `json:"admin,omitempty"`
+	SerfLAN string `json:"serf_lan,omitempty"`
+	SerfWAN string `json:"serf_wan,omitempty"`
+	// State is the node's Serf state (alive | suspect | failed | left);
+	// only in `strata status` output.
+	State string `json:"state,omitempty"`
+	// Exited is set by `strata up` when the node's process ended.
+	Exited string `json:"exited,omitempty"`
+}
+
+// Member is a pool member as reported by a node (status only).
+type Member struct {
+	Name  string `json:"name"`
+	Addr  string `json:"addr"`
+	State string `json:"state"`
+}
+
+// ErrNotRunning is returned by Read when no mesh.json exists: no `strata up`
+// has written one in that data directory.
+var ErrNotRunning = errors.New("meshfile: no mesh.json (is `strata up` running with this --data-dir?)")
+
+// Path is the mesh.json path inside dataDir.
+func Path(dataDir string) string { return filepath.Join(dataDir, Name) }
+
+// Read loads dataDir/mesh.json. It returns ErrNotRunning (wrapped) when the
+// file does not exist, and a decode error naming the file otherwise.
+func Read(dataDir string) (*File, error) {
+	p := Path(dataDir)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", ErrNotRunning, p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var f File
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("meshfile: %s: %w", p, err)
+	}
+	return &f, nil
+}
+
+// Write replaces dataDir/mesh.json atomically: readers see the old file or
+// the new one, never a partial one.
+func Write(dataDir string, f *File) error {
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dataDir, ".mesh-*.json")
+	if err != nil {
+		return fmt.Errorf("meshfile: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("meshfile: write %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("meshfile: sync %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), Path(dataDir)); err != nil {
+		return fmt.Errorf("meshfile: %w", err)
+	}
+	return nil
+}
+
+// Remove deletes dataDir/mesh.json; a missing file is not an error.
+func Remove(dataDir string) error {
+	err := os.Remove(Path(dataDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// Node returns a pointer to the named region's node, or nil.
+func (f *File) Node(region, id string) *Node {
+	for i := range f.Regions {
+		if f.Regions[i].Name != region {
+			continue
+		}
+		for j := range f.Regions[i].Nodes {
+			if f.Regions[i].Nodes[j].ID == id {
+				return &f.Regions[i].Nodes[j]
+			}
+		}
+	}
+	return nil
+}

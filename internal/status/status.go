@@ -1,0 +1,195 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"sync"
+	"text/tabwriter"
+
+	"github.com/stratamesh/strata/internal/gossip"
+	"github.com/stratamesh/strata/internal/meshfile"
+	"github.com/stratamesh/strata/region"
+)
+
+// Collect asks every node listed in f for its pool views and returns a
+// copy of f with each node's State filled in and each region's WAN view
+// (from one of its brokers that answered). Nodes that do not answer are
+// simply not asked again; their state comes from the others' views.
+func Collect(ctx context.Context, f *meshfile.File, client *http.Client) *meshfile.File {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	out := *f
+	out.Regions = make([]meshfile.Region, len(f.Regions))
+	for i, reg := range f.Regions {
+		views := fetchViews(ctx, client, reg.Nodes)
+		r := reg
+		r.Nodes = append([]meshfile.Node(nil), reg.Nodes...)
+		for j := range r.Nodes {
+			r.Nodes[j].State = MergeState(reg.Name+"/"+r.Nodes[j].ID, views)
+		}
+		r.WAN = wanView(views)
+		out.Regions[i] = r
+	}
+	return &out
+}
+
+// fetchViews queries the nodes concurrently; the result has one view per
+// node that answered, in node order.
+func fetchViews(ctx context.Context, client *http.Client, nodes []meshfile.Node) []region.MembersView {
+	views := make([]*region.MembersView, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		if n.Admin == "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			views[i] = fetchView(ctx, client, n.Admin)
+		}()
+	}
+	wg.Wait()
+	var out []region.MembersView
+	for _, v := range views {
+		if v != nil {
+			out = append(out, *v)
+		}
+	}
+	return out
+}
+
+func fetchView(ctx context.Context, client *http.Client, admin string) *region.MembersView {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/admin/v1/members", nil)
+	if err != nil {
+		return nil
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	var v region.MembersView
+	if json.NewDecoder(resp.Body).Decode(&v) != nil {
+		return nil
+	}
+	return &v
+}
+
+// severity orders states for merging: a failure seen by anyone wins over
+// "alive" seen by others, because detection spreads by gossip and the
+// first detector is right more often than the last to hear.
+var severity = map[string]int{gossip.StateAlive: 1, gossip.StateSuspect: 2, gossip.StateLeft: 3, gossip.StateFailed: 4}
+
+// MergeState is a node's state from the LAN views of its region: the most
+// severe state any *other* member reports (failed > left > suspect >
+// alive). A node that no other member knows is "suspect" (not yet joined or
+// unknown), unless it is the only view there is, then its own report
+// counts. A node nobody reports at all is "failed".
+func MergeState(name string, views []region.MembersView) string {
+	best, self := "", ""
+	for _, v := range views {
+		for _, m := range v.LAN {
+			if m.Name != name {
+				continue
+			}
+			if v.Node == name {
+				self = m.State
+				continue
+			}
+			if severity[m.State] > severity[best] {
+				best = m.State
+			}
+		}
+	}
+	switch {
+	case best != "":
+		return best
+	case self != "" && len(views) == 1:
+		return self
+	case self != "":
+		return gossip.StateSuspect
+	default:
+		return gossip.StateFailed
+	}
+}
+
+// wanView is the WAN pool as the first answering broker sees it.
+func wanView(views []region.MembersView) []meshfile.Member {
+	for _, v := range views {
+		if len(v.WAN) == 0 {
+			continue
+		}
+		out := make([]meshfile.Member, 0, len(v.WAN))
+		for _, m := range v.WAN {
+			out = append(out, meshfile.Member{Name: m.Name, Addr: m.Addr, State: m.State})
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+		return out
+	}
+	return nil
+}
+
+// AllAlive reports whether every node is alive and every region's WAN view
+// lists every broker of the mesh as alive.
+func AllAlive(f *meshfile.File) bool {
+	brokers := map[string]bool{}
+	for _, r := range f.Regions {
+		for _, n := range r.Nodes {
+			if n.State != gossip.StateAlive {
+				return false
+			}
+			if n.Role == "broker" {
+				brokers[r.Name+"/"+n.ID] = true
+			}
+		}
+	}
+	for _, r := range f.Regions {
+		alive := 0
+		for _, m := range r.WAN {
+			if brokers[m.Name] && m.State == gossip.StateAlive {
+				alive++
+			}
+		}
+		if alive != len(brokers) {
+			return false
+		}
+	}
+	return true
+}
+
+// PrintTable writes the human form of a collected status.
+func PrintTable(w io.Writer, f *meshfile.File) {
+	fmt.Fprintf(w, "mesh %s (up since %s)\n", f.Mesh, f.StartedAt.Format("2006-01-02 15:04:05Z07:00"))
+	for _, r := range f.Regions {
+		fmt.Fprintf(w, "\nregion %s (tier %s)\n", r.Name, r.Tier.Kind)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  NODE\tROLE\tSTATE\tPID\tADMIN")
+		for _, n := range r.Nodes {
+			state := n.State
+			if n.Exited != "" {
+				state += " (exited: " + n.Exited + ")"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\n", n.ID, n.Role, state, n.PID, n.Admin)
+		}
+		tw.Flush()
+		alive := 0
+		for _, m := range r.WAN {
+			if m.State == gossip.StateAlive {
+				alive++
+			}
+		}
+		if len(r.WAN) > 0 {
+			fmt.Fprintf(w, "  WAN pool seen from here: %d members, %d alive\n", len(r.WAN), alive)
+		} else {
+			fmt.Fprintln(w, "  WAN pool: no broker of this region answered")
+		}
+	}
+}

@@ -1,0 +1,59 @@
+package status
+
+import (
+	"testing"
+
+	"github.com/stratamesh/strata/internal/gossip"
+	"github.com/stratamesh/strata/internal/meshfile"
+	"github.com/stratamesh/strata/region"
+)
+
+func view(node string, lan ...gossip.Member) region.MembersView {
+	return region.MembersView{Node: node, LAN: lan}
+}
+
+func m(name, state string) gossip.Member { return gossip.Member{Name: name, State: state} }
+
+func TestMergeState(t *testing.T) {
+	a, b, c := "r/a", "r/b", "r/c"
+	cases := []struct {
+		name  string
+		node  string
+		views []region.MembersView
+		want  string
+	}{
+		{"all agree alive", b, []region.MembersView{view(a, m(a, "alive"), m(b, "alive")), view(b, m(a, "alive"), m(b, "alive"))}, "alive"},
+		{"one detector says failed", c, []region.MembersView{view(a, m(c, "failed")), view(b, m(c, "alive"))}, "failed"},
+		{"self-report ignored when others know", c, []region.MembersView{view(a, m(c, "suspect")), view(c, m(c, "alive"))}, "suspect"},
+		{"only self knows itself", c, []region.MembersView{view(a, m(a, "alive")), view(c, m(c, "alive"))}, "suspect"},
+		{"single node region", a, []region.MembersView{view(a, m(a, "alive"))}, "alive"},
+		{"nobody reports it", c, []region.MembersView{view(a, m(a, "alive"))}, "failed"},
+		{"left beats alive", b, []region.MembersView{view(a, m(b, "left")), view(c, m(b, "alive"))}, "left"},
+	}
+	for _, tc := range cases {
+		if got := MergeState(tc.node, tc.views); got != tc.want {
+			t.Errorf("%s: MergeState = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestAllAlive(t *testing.T) {
+	f := &meshfile.File{Regions: []meshfile.Region{
+		{Name: "x", Nodes: []meshfile.Node{{ID: "b1", Role: "broker", State: "alive"}, {ID: "k1", Role: "bookie", State: "alive"}},
+			WAN: []meshfile.Member{{Name: "x/b1", State: "alive"}, {Name: "y/b1", State: "alive"}}},
+		{Name: "y", Nodes: []meshfile.Node{{ID: "b1", Role: "broker", State: "alive"}},
+			WAN: []meshfile.Member{{Name: "x/b1", State: "alive"}, {Name: "y/b1", State: "alive"}}},
+	}}
+	if !AllAlive(f) {
+		t.Fatal("AllAlive = false for an all-alive mesh")
+	}
+	f.Regions[1].WAN[0].State = "failed"
+	if AllAlive(f) {
+		t.Fatal("AllAlive = true with a failed WAN member")
+	}
+	f.Regions[1].WAN[0].State = "alive"
+	f.Regions[0].Nodes[1].State = "suspect"
+	if AllAlive(f) {
+		t.Fatal("AllAlive = true with a suspect node")
+	}
+}

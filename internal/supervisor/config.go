@@ -1,0 +1,59 @@
+package supervisor
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/stratamesh/strata/topology"
+)
+
+// Config configures one `strata up` run.
+type Config struct {
+	// Mesh is the validated topology (required) and TopologyYAML its source
+	// bytes, copied to <DataDir>/topology.yaml for the node processes.
+	Mesh         *topology.Mesh
+	TopologyYAML []byte
+	// DataDir holds every node's data, the logs, mesh.json and the lock
+	// (required).
+	DataDir string
+	// Fresh wipes DataDir before starting. It refuses to wipe a non-empty
+	// directory that is not a Strata data directory.
+	Fresh bool
+	// Executable is the strata binary to run nodes with (required; usually
+	// os.Executable()).
+	Executable string
+	// Out receives the human-readable endpoint listing and node-death
+	// reports; nil discards.
+	Out io.Writer
+	// StartTimeout bounds each node's start (process start to its ready
+	// report). Default 60 s.
+	StartTimeout time.Duration
+	// StopGrace is how long a node gets after SIGTERM before SIGKILL.
+	// Default 15 s.
+	StopGrace time.Duration
+	// Logger receives the supervisor's own logs; nil discards.
+	Logger *slog.Logger
+}
+
+// Validate returns every problem with c.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Mesh == nil {
+		errs = append(errs, errors.New("supervisor: Config.Mesh is required"))
+	}
+	if len(c.TopologyYAML) == 0 {
+		errs = append(errs, errors.New("supervisor: Config.TopologyYAML is required"))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("supervisor: Config.DataDir is required"))
+	}
+	if c.Executable == "" {
+		errs = append(errs, errors.New("supervisor: Config.Executable is required"))
+	}
+	if c.StartTimeout < 0 || c.StopGrace < 0 {
+		errs = append(errs, errors.New("supervisor: StartTimeout and StopGrace must not be negative"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,231 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/stratamesh/strata/internal/meshfile"
+	"github.com/stratamesh/strata/internal/testutil"
+	"github.com/stratamesh/strata/topology"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("STRATA_FAKE_NODE") == "1" {
+		fakeNodeMain()
+	}
+	goleak.VerifyTestMain(m)
+}
+
+const twoRegions = `mesh: t
+regions:
+  - name: east
+    brokers: 2
+    bookies: 2
+    ledger: {ensemble: 2, write_quorum: 2, ack_quorum: 1}
+  - name: west
+    brokers: 1
+    bookies: 2
+    ledger: {ensemble: 2, write_quorum: 2, ack_quorum: 1}
+`
+
+// syncBuffer is a bytes.Buffer safe for the supervisor's writes and the
+// test's reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func fakeConfig(t *testing.T, dataDir string, out *syncBuffer) Config {
+	t.Helper()
+	m, _, err := topology.Parse("t.yaml", []byte(twoRegions))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("STRATA_FAKE_NODE", "1")
+	return Config{Mesh: m, TopologyYAML: []byte(twoRegions), DataDir: dataDir, Executable: exe, Out: out,
+		StartTimeout: 30 * time.Second, StopGrace: 10 * time.Second}
+}
+
+func readArgs(t *testing.T, dataDir, region, id string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dataDir, "args-"+region+"-"+id+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args map[string]string
+	if err := json.Unmarshal(b, &args); err != nil {
+		t.Fatal(err)
+	}
+	return args
+}
+
+// TestRunStartsStopsAndReports drives Run with fake nodes: start order and
+// seeds, mesh.json, a node death, and a clean stop.
+func TestRunStartsStopsAndReports(t *testing.T) {
+	dataDir := t.TempDir()
+	out := &syncBuffer{}
+	cfg := fakeConfig(t, dataDir, out)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+
+	var f *meshfile.File
+	testutil.Eventually(t, "mesh.json written", 30*time.Second, func() bool {
+		var err error
+		f, err = meshfile.Read(dataDir)
+		return err == nil
+	})
+	if len(f.Regions) != 2 || len(f.Regions[0].Nodes) != 5 || len(f.Regions[1].Nodes) != 4 {
+		t.Fatalf("mesh.json regions/nodes wrong: %+v", f)
+	}
+	if got := f.Regions[0].Nodes[0]; got.Role != "meta" || got.Etcd != "etcd-east/meta" {
+		t.Fatalf("first node of east = %+v, want the meta node", got)
+	}
+	if tier := f.Regions[1].Tier; tier.Kind != "fs" || tier.Dir != filepath.Join(dataDir, "west", "tier") {
+		t.Fatalf("west tier = %+v", tier)
+	}
+
+	// Seeds: everyone in a region gets its meta's etcd and LAN address;
+	// brokers get the WAN addresses of the first broker of each region
+	// started before them.
+	if a := readArgs(t, dataDir, "east", "k1"); a["etcd"] != "etcd-east/meta" || a["join"] != "lan-east/meta" || a["wan-join"] != "" {
+		t.Fatalf("east/k1 args = %v", a)
+	}
+	if a := readArgs(t, dataDir, "east", "b1"); a["wan-join"] != "" {
+		t.Fatalf("east/b1 is the first broker and has no WAN seed, got %v", a)
+	}
+	if a := readArgs(t, dataDir, "west", "b1"); a["wan-join"] != "wan-east/b1" || a["gossip"] != "loopback" {
+		t.Fatalf("west/b1 args = %v", a)
+	}
+	if a := readArgs(t, dataDir, "east", "b2"); a["wan-join"] != "wan-east/b1,wan-west/b1" {
+		t.Fatalf("east/b2 args = %v", a)
+	}
+	if !strings.Contains(out.String(), "mesh t is running (9 nodes") {
+		t.Fatalf("output lacks the running line:\n%s", out)
+	}
+
+	// A node that dies is reported and recorded.
+	victim := f.Node("west", "k2")
+	if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "the death reported", 30*time.Second, func() bool {
+		g, err := meshfile.Read(dataDir)
+		return err == nil && g.Node("west", "k2").Exited == "signal: killed" &&
+			strings.Contains(out.String(), "node west/k2 (pid")
+	})
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v after a clean stop", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	for _, r := range f.Regions {
+		for _, n := range r.Nodes {
+			if syscall.Kill(n.PID, 0) != syscall.ESRCH {
+				t.Errorf("node %s/%s (pid %d) still running", r.Name, n.ID, n.PID)
+			}
+		}
+	}
+	if _, err := meshfile.Read(dataDir); !errors.Is(err, meshfile.ErrNotRunning) {
+		t.Fatalf("mesh.json after stop: %v", err)
+	}
+}
+
+// TestRunStartFailure checks that a node failing to start stops the nodes
+// already started and names the failing node with its log.
+func TestRunStartFailure(t *testing.T) {
+	dataDir := t.TempDir()
+	cfg := fakeConfig(t, dataDir, &syncBuffer{})
+	t.Setenv("STRATA_FAKE_FAIL", "west/k2")
+	err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "node west/k2 exited before it was ready") || !strings.Contains(err.Error(), "fake node: cannot start west/k2") {
+		t.Fatalf("Run = %v, want the failing node named with its log", err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dataDir, "args-east-meta.json"))
+	if len(b) == 0 {
+		t.Fatal("east/meta never started")
+	}
+	if _, err := meshfile.Read(dataDir); !errors.Is(err, meshfile.ErrNotRunning) {
+		t.Fatalf("mesh.json written after a failed start: %v", err)
+	}
+}
+
+func TestDataDirLockAndFresh(t *testing.T) {
+	dataDir := t.TempDir()
+	cfg := Config{DataDir: dataDir, TopologyYAML: []byte(twoRegions)}
+	unlock, err := prepareDataDir(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prepareDataDir(cfg); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second prepare = %v, want ErrLocked", err)
+	}
+	if err := os.WriteFile(filepath.Join(dataDir, "old-data"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+
+	cfg.Fresh = true
+	unlock, err = prepareDataDir(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	if _, err := os.Stat(filepath.Join(dataDir, "old-data")); !os.IsNotExist(err) {
+		t.Fatal("--fresh kept old data")
+	}
+
+	foreign := t.TempDir()
+	if err := os.WriteFile(filepath.Join(foreign, "thesis.tex"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = prepareDataDir(Config{DataDir: foreign, TopologyYAML: []byte("x"), Fresh: true})
+	if err == nil || !strings.Contains(err.Error(), "not a Strata data directory") {
+		t.Fatalf("--fresh on a foreign dir = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(foreign, "thesis.tex")); err != nil {
+		t.Fatal("--fresh deleted a foreign file")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	err := Config{StartTimeout: -1}.Validate()
+	for _, want := range []string{"Mesh is required", "TopologyYAML is required", "DataDir is required", "Executable is required", "must not be negative"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate error lacks %q: %v", want, err)
+		}
+	}
+}

@@ -1,0 +1,377 @@
+package region
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/stratamesh/strata/internal/adminhttp"
+	"github.com/stratamesh/strata/internal/gossip"
+	"github.com/stratamesh/strata/internal/meshfile"
+	"github.com/stratamesh/strata/internal/meta"
+	"github.com/stratamesh/strata/internal/telemetry"
+	"github.com/stratamesh/strata/topology"
+)
+
+// Node is one running node of a region.
+type Node struct {
+	cfg    NodeConfig
+	spec   topology.Node
+	region *topology.Region
+	logger *slog.Logger
+	name   string // Serf node name, "<region>/<id>"
+
+	embedded *meta.Embedded // meta nodes only
+	store    *meta.Store
+	lan      *gossip.Pool
+	wan      *gossip.Pool // brokers only
+	admin    *adminhttp.Server
+	tel      *telemetry.Telemetry
+	reg      *registration
+
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// StartNode starts every part of the node and returns once it is serving:
+// metadata reachable, registered, pools started (and a first join tried),
+// admin HTTP listening. On error everything started so far is stopped.
+func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.RegistrationTTL == 0 {
+		cfg.RegistrationTTL = DefaultRegistrationTTL
+	}
+	if cfg.Gossip == "" {
+		cfg.Gossip = gossip.ProfileLAN
+	}
+	r, _ := cfg.Mesh.Region(cfg.Region)
+	spec, _ := r.Node(cfg.ID)
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	n := &Node{
+		cfg: cfg, spec: spec, region: r,
+		name:   cfg.Region + "/" + cfg.ID,
+		logger: logger.With("region", cfg.Region, "node", cfg.ID, "role", spec.Role),
+		stop:   make(chan struct{}),
+	}
+	if err := n.start(ctx); err != nil {
+		n.Stop(context.Background())
+		return nil, fmt.Errorf("region: start node %s: %w", n.name, err)
+	}
+	return n, nil
+}
+
+func (n *Node) start(ctx context.Context) error {
+	var err error
+	n.tel, err = telemetry.New(telemetry.Identity{Mesh: n.cfg.Mesh.Name, Region: n.cfg.Region, Node: n.cfg.ID, Role: n.spec.Role})
+	if err != nil {
+		return err
+	}
+	endpoints := n.cfg.EtcdEndpoints
+	if n.spec.Role == topology.RoleMeta {
+		if err := n.startEmbedded(ctx); err != nil {
+			return err
+		}
+		endpoints = []string{n.embedded.ClientURL()}
+	}
+	if len(endpoints) == 0 {
+		endpoints = metadataEndpoints(n.region)
+	}
+	if len(endpoints) == 0 {
+		return fmt.Errorf("no metadata endpoints for region %s: the meta node has no fixed client_port and none was given (--etcd)", n.cfg.Region)
+	}
+	n.store, err = meta.Open(ctx, meta.Config{
+		Endpoints: endpoints,
+		Prefix:    KeyPrefix(n.cfg.Mesh, n.region),
+		Logger:    n.logger,
+	})
+	if err != nil {
+		return err
+	}
+	if err := n.startPools(); err != nil {
+		return err
+	}
+	if err := n.startAdmin(); err != nil {
+		return err
+	}
+	n.reg = newRegistration(n.store, n.registrationKey(), n.cfg.RegistrationTTL, n.logger)
+	if err := n.reg.register(ctx, n.Endpoints()); err != nil {
+		return err
+	}
+	n.goLoop(func() { n.reg.keep(n.stop, n.Endpoints()) })
+	return registerMetrics(n)
+}
+
+func (n *Node) startEmbedded(ctx context.Context) error {
+	cfg := meta.DefaultEmbeddedConfig()
+	cfg.Name = n.cfg.Region + "-" + n.cfg.ID
+	cfg.Dir = n.dir()
+	cfg.Host = n.host()
+	cfg.ClientPort = n.spec.ClientPort
+	cfg.PeerPort = n.spec.PeerPort
+	cfg.Fast = n.cfg.Gossip == gossip.ProfileLoopback
+	cfg.Logger = n.logger
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return err
+	}
+	e, err := meta.StartEmbedded(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	n.embedded = e
+	return nil
+}
+
+func (n *Node) startPools() error {
+	tags := map[string]string{"region": n.cfg.Region, "role": n.spec.Role, "id": n.cfg.ID, "mesh": n.cfg.Mesh.Name}
+	lanProfile, wanProfile := n.cfg.Gossip, gossip.ProfileWAN
+	if n.cfg.Gossip == gossip.ProfileLoopback {
+		wanProfile = gossip.ProfileLoopback
+	}
+	var err error
+	n.lan, err = gossip.Start(gossip.Config{
+		NodeName: n.name, BindAddr: n.host(), BindPort: n.spec.SerfLANPort,
+		Tags: tags, Profile: lanProfile, Logger: n.logger.With("pool", "lan"),
+	})
+	if err != nil {
+		return err
+	}
+	n.joinInBackground(n.lan, "lan", n.lanSeeds())
+	if n.spec.Role != topology.RoleBroker {
+		return nil
+	}
+	n.wan, err = gossip.Start(gossip.Config{
+		NodeName: n.name, BindAddr: n.host(), BindPort: n.spec.SerfWANPort,
+		Tags: tags, Profile: wanProfile, Logger: n.logger.With("pool", "wan"),
+	})
+	if err != nil {
+		return err
+	}
+	n.joinInBackground(n.wan, "wan", n.wanSeeds())
+	return nil
+}
+
+// joinInBackground tries the seeds once now and, if none answered, again
+// with backoff (0.5 s doubling to 5 s) until one does or the node stops.
+// Seeds that are this node itself are dropped.
+func (n *Node) joinInBackground(p *gossip.Pool, pool string, seeds []string) {
+	var others []string
+	for _, s := range seeds {
+		if s != p.Addr() {
+			others = append(others, s)
+		}
+	}
+	if len(others) == 0 {
+		return
+	}
+	if _, err := p.Join(others); err == nil {
+		return
+	}
+	n.goLoop(func() {
+		backoff := 500 * time.Millisecond
+		for {
+			select {
+			case <-n.stop:
+				return
+			case <-time.After(backoff):
+			}
+			_, err := p.Join(others)
+			if err == nil {
+				n.logger.Info("joined pool", "pool", pool, "seeds", others)
+				return
+			}
+			n.logger.Warn("join failed, retrying", "pool", pool, "err", err, "retry_in", backoff)
+			backoff = min(2*backoff, 5*time.Second)
+		}
+	})
+}
+
+func (n *Node) startAdmin() error {
+	n.admin = adminhttp.New(n.logger)
+	n.admin.Handle("GET /metrics", n.tel.Handler())
+	n.admin.Handle("GET /admin/v1/members", n.membersHandler())
+	n.admin.AddReadyCheck("metadata", func(ctx context.Context) error {
+		_, err := n.store.Get(ctx, n.registrationKey())
+		return err
+	})
+	return n.admin.Start(net.JoinHostPort(n.host(), strconv.Itoa(n.spec.AdminPort)))
+}
+
+func (n *Node) goLoop(f func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+// dir is where the node keeps its data: the topology's data_dir for the
+// node when set, else <data-dir>/<region>/<id> (meta nodes:
+// <data-dir>/<region>/meta).
+func (n *Node) dir() string {
+	switch {
+	case n.spec.DataDir != "":
+		return n.spec.DataDir
+	case n.spec.Role == topology.RoleMeta:
+		return filepath.Join(n.cfg.DataDir, n.cfg.Region, "meta")
+	default:
+		return filepath.Join(n.cfg.DataDir, n.cfg.Region, n.cfg.ID)
+	}
+}
+
+// host is the address the node binds, from the topology (default loopback).
+func (n *Node) host() string {
+	if n.spec.Host == "" {
+		return "127.0.0.1"
+	}
+	return n.spec.Host
+}
+
+func (n *Node) registrationKey() string { return "nodes/" + n.spec.Role + "/" + n.cfg.ID }
+
+// Endpoints reports the node's resolved addresses, as mesh.json lists them.
+func (n *Node) Endpoints() meshfile.Node {
+	e := meshfile.Node{ID: n.cfg.ID, Role: n.spec.Role, PID: os.Getpid()}
+	if n.embedded != nil {
+		e.Etcd = n.embedded.ClientURL()
+	}
+	if n.admin != nil {
+		e.Admin = n.admin.URL()
+	}
+	if n.lan != nil {
+		e.SerfLAN = n.lan.Addr()
+	}
+	if n.wan != nil {
+		e.SerfWAN = n.wan.Addr()
+	}
+	return e
+}
+
+// Admin returns the node's admin HTTP server's routes (for the OpenAPI
+// check).
+func (n *Node) Routes() []string { return n.admin.Routes() }
+
+// Stop leaves the pools gracefully, drops the registration, and stops
+// every part; it waits for all goroutines. Idempotent: later calls return
+// the first call's result.
+func (n *Node) Stop(ctx context.Context) error {
+	n.stopOnce.Do(func() {
+		close(n.stop)
+		var errs []error
+		for _, p := range []*gossip.Pool{n.wan, n.lan} {
+			if p == nil {
+				continue
+			}
+			if err := p.Leave(); err != nil {
+				n.logger.Warn("leave failed", "pool", p.Name(), "err", err)
+			}
+			errs = append(errs, p.Close())
+		}
+		n.wg.Wait()
+		if n.reg != nil {
+			errs = append(errs, n.reg.revoke(ctx))
+		}
+		if n.admin != nil {
+			errs = append(errs, n.admin.Close(ctx))
+		}
+		if n.store != nil {
+			errs = append(errs, n.store.Close())
+		}
+		if n.embedded != nil {
+			errs = append(errs, n.embedded.Close())
+		}
+		if n.tel != nil {
+			errs = append(errs, n.tel.Shutdown(ctx))
+		}
+		n.stopErr = errors.Join(errs...)
+	})
+	return n.stopErr
+}
+
+// Fatal is closed with an error when the node cannot go on (its embedded
+// etcd failed); nil for nodes without one.
+func (n *Node) Fatal() <-chan error {
+	if n.embedded == nil {
+		return nil
+	}
+	return n.embedded.Err()
+}
+
+// KeyPrefix is the etcd key prefix of a region's metadata:
+// <metadata prefix>/<mesh>/<region>, so regions sharing one external etcd
+// never collide.
+func KeyPrefix(m *topology.Mesh, r *topology.Region) string {
+	p := r.Metadata.Prefix
+	if p == "" {
+		p = "/strata"
+	}
+	return p + "/" + m.Name + "/" + r.Name
+}
+
+// metadataEndpoints is where a region's metadata lives according to the
+// topology alone: its external etcd, or its meta node at a fixed port.
+func metadataEndpoints(r *topology.Region) []string {
+	if !r.Metadata.Embedded {
+		return r.Metadata.Etcd
+	}
+	var out []string
+	for _, m := range r.NodesOf(topology.RoleMeta) {
+		if m.ClientPort != 0 {
+			u := url.URL{Scheme: "http", Host: net.JoinHostPort(m.Host, strconv.Itoa(m.ClientPort))}
+			out = append(out, u.String())
+		}
+	}
+	return out
+}
+
+// lanSeeds are the configured LAN seeds, or the region's other nodes with
+// fixed Serf LAN ports.
+func (n *Node) lanSeeds() []string {
+	if len(n.cfg.LANJoin) > 0 {
+		return n.cfg.LANJoin
+	}
+	var out []string
+	for _, role := range []string{topology.RoleMeta, topology.RoleBookie, topology.RoleBroker} {
+		for _, o := range n.region.NodesOf(role) {
+			if o.ID != n.cfg.ID && o.SerfLANPort != 0 {
+				out = append(out, net.JoinHostPort(o.Host, strconv.Itoa(o.SerfLANPort)))
+			}
+		}
+	}
+	return out
+}
+
+// wanSeeds are the configured WAN seeds, else the region's wan_join, else
+// other regions' brokers with fixed Serf WAN ports.
+func (n *Node) wanSeeds() []string {
+	if len(n.cfg.WANJoin) > 0 {
+		return n.cfg.WANJoin
+	}
+	if len(n.region.WANJoin) > 0 {
+		return n.region.WANJoin
+	}
+	var out []string
+	for i := range n.cfg.Mesh.Regions {
+		r := &n.cfg.Mesh.Regions[i]
+		for _, b := range r.NodesOf(topology.RoleBroker) {
+			if (r.Name != n.cfg.Region || b.ID != n.cfg.ID) && b.SerfWANPort != 0 {
+				out = append(out, net.JoinHostPort(b.Host, strconv.Itoa(b.SerfWANPort)))
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,198 @@
+package region
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"go.uber.org/goleak"
+
+	"github.com/stratamesh/strata/internal/gossip"
+	"github.com/stratamesh/strata/internal/meta"
+	"github.com/stratamesh/strata/internal/testutil"
+	"github.com/stratamesh/strata/topology"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const oneRegion = `mesh: unit
+regions:
+  - name: r1
+    brokers: 1
+    bookies: 1
+    ledger: {ensemble: 1, write_quorum: 1, ack_quorum: 1}
+`
+
+func parse(t *testing.T, src string) *topology.Mesh {
+	t.Helper()
+	m, _, err := topology.Parse("test.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func startNode(t *testing.T, cfg NodeConfig) *Node {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := StartNode(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Stop(context.Background()) })
+	return n
+}
+
+// TestRegionNodes runs a meta node, a broker and a bookie in-process, checks
+// pools, registration, health and metrics, and that Stop deregisters.
+func TestRegionNodes(t *testing.T) {
+	m := parse(t, oneRegion)
+	dir := t.TempDir()
+	base := NodeConfig{Mesh: m, Region: "r1", DataDir: dir, Gossip: gossip.ProfileLoopback, RegistrationTTL: 2 * time.Second}
+
+	mc := base
+	mc.ID, mc.Role = "meta", topology.RoleMeta
+	metaNode := startNode(t, mc)
+	me := metaNode.Endpoints()
+	if me.Etcd == "" || me.SerfLAN == "" || me.SerfWAN != "" {
+		t.Fatalf("meta endpoints = %+v", me)
+	}
+
+	bc := base
+	bc.ID, bc.EtcdEndpoints, bc.LANJoin = "b1", []string{me.Etcd}, []string{me.SerfLAN}
+	broker := startNode(t, bc)
+	kc := bc
+	kc.ID = "k1"
+	bookie := startNode(t, kc)
+	if broker.Endpoints().SerfWAN == "" || bookie.Endpoints().SerfWAN != "" {
+		t.Fatal("only brokers join the WAN pool")
+	}
+
+	testutil.Eventually(t, "three alive LAN members", 10*time.Second, func() bool {
+		v := bookie.Members()
+		alive := 0
+		for _, mem := range v.LAN {
+			if mem.State == gossip.StateAlive {
+				alive++
+			}
+		}
+		return alive == 3
+	})
+
+	// Registration keys are in etcd under the region's prefix.
+	store, err := meta.Open(context.Background(), meta.Config{Endpoints: []string{me.Etcd}, Prefix: "/strata/unit/r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	kvs, err := store.List(context.Background(), "nodes/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kvs) != 3 {
+		t.Fatalf("registered nodes = %d, want 3", len(kvs))
+	}
+
+	// Health, readiness, metrics, members over HTTP.
+	admin := broker.Endpoints().Admin
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, body := httpGet(t, admin+path); code != 200 {
+			t.Fatalf("%s = %d %s", path, code, body)
+		}
+	}
+	_, metrics := httpGet(t, admin+"/metrics")
+	if !strings.Contains(metrics, `strata_gossip_members{`) || !strings.Contains(metrics, `pool="wan"`) {
+		t.Fatalf("metrics lack strata_gossip_members for the WAN pool:\n%.2000s", metrics)
+	}
+	_, members := httpGet(t, admin+"/admin/v1/members")
+	var mv MembersView
+	if err := json.Unmarshal([]byte(members), &mv); err != nil || mv.Node != "r1/b1" || len(mv.LAN) != 3 || len(mv.WAN) != 1 {
+		t.Fatalf("members view = %+v (%v)", mv, err)
+	}
+
+	// Stop deregisters at once and leaves gracefully.
+	if err := bookie.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := bookie.Stop(context.Background()); err != nil {
+		t.Fatal("second Stop:", err)
+	}
+	if _, err := store.Get(context.Background(), "nodes/bookie/k1"); !errors.Is(err, meta.ErrNotFound) {
+		t.Fatalf("bookie still registered after Stop: %v", err)
+	}
+	testutil.Eventually(t, "k1 left", 10*time.Second, func() bool {
+		for _, mem := range broker.Members().LAN {
+			if mem.Name == "r1/k1" {
+				return mem.State == gossip.StateLeft
+			}
+		}
+		return false
+	})
+}
+
+func TestNodeConfigValidate(t *testing.T) {
+	m := parse(t, oneRegion)
+	err := NodeConfig{Mesh: m, Region: "r1", ID: "b1", Role: "bookie", Gossip: "fast", RegistrationTTL: -1}.Validate()
+	if err == nil {
+		t.Fatal("Validate accepted a bad config")
+	}
+	for _, want := range []string{"has role broker in the topology, not bookie", "DataDir is required", "RegistrationTTL -1ns is negative", `unknown gossip profile "fast"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate error lacks %q:\n%v", want, err)
+		}
+	}
+	if err := (NodeConfig{Mesh: m, Region: "nope", ID: "b1", DataDir: "x"}).Validate(); err == nil || !strings.Contains(err.Error(), `region "nope" is not in mesh "unit"`) {
+		t.Fatalf("unknown region: %v", err)
+	}
+	if err := (NodeConfig{Mesh: m, Region: "r1", ID: "b9", DataDir: "x"}).Validate(); err == nil || !strings.Contains(err.Error(), `node "b9" is not in region "r1"`) {
+		t.Fatalf("unknown node: %v", err)
+	}
+}
+
+// TestRoutesInOpenAPI checks that every route a node serves is described in
+// docs/admin-api.yaml.
+func TestRoutesInOpenAPI(t *testing.T) {
+	m := parse(t, oneRegion)
+	mc := NodeConfig{Mesh: m, Region: "r1", ID: "meta", DataDir: t.TempDir(), Gossip: gossip.ProfileLoopback}
+	n := startNode(t, mc)
+	raw, err := os.ReadFile("../docs/admin-api.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]any `yaml:"paths"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, route := range n.Routes() {
+		method, path, _ := strings.Cut(route, " ")
+		ops, ok := doc.Paths[path]
+		if !ok {
+			t.Errorf("route %s is not in docs/admin-api.yaml", route)
+			continue
+		}
+		if _, ok := ops[strings.ToLower(method)]; !ok {
+			t.Errorf("route %s: method %s is not in docs/admin-api.yaml", route, method)
+		}
+	}
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}

@@ -1,0 +1,116 @@
+package topology
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestDefaultMeshIsValid(t *testing.T) {
+	m, warns, err := Parse(DefaultFilename, DefaultYAML())
+	if err != nil {
+		t.Fatalf("embedded default mesh:\n%v", err)
+	}
+	for _, w := range warns {
+		t.Errorf("embedded default mesh: %s", w)
+	}
+	if m.Name != "strata-dev" {
+		t.Errorf("mesh %q", m.Name)
+	}
+	var names []string
+	for i := range m.Regions {
+		r := &m.Regions[i]
+		names = append(names, r.Name)
+		if len(r.NodesOf(RoleBroker)) != 2 || len(r.NodesOf(RoleBookie)) != 4 || len(r.NodesOf(RoleMeta)) != 1 {
+			t.Errorf("%s: want 2 brokers, 4 bookies, 1 meta node", r.Name)
+		}
+		if *r.Ledger != (Ledger{3, 2, 2}) || !r.Metadata.Embedded || r.Tier.Kind != TierFS {
+			t.Errorf("%s: ledger %+v metadata %+v tier %+v", r.Name, *r.Ledger, r.Metadata, r.Tier)
+		}
+	}
+	if got := strings.Join(names, ","); got != "us-east,eu-west,ap-south" {
+		t.Errorf("regions %s", got)
+	}
+	checkDefaultDemo(t, m)
+}
+
+func checkDefaultDemo(t *testing.T, m *Mesh) {
+	t.Helper()
+	demo, ok := m.Tenant("demo")
+	if !ok {
+		t.Fatal("tenant demo missing")
+	}
+	all := []string{"us-east", "eu-west", "ap-south"}
+	for _, name := range []string{"events", "streams"} {
+		ns, ok := demo.Namespace(name)
+		if !ok || len(ns.Replication) != 3 || ns.Replication[0] != all[0] || ns.Replication[2] != all[2] {
+			t.Errorf("namespace %s: %+v", name, ns)
+		}
+	}
+	ev, _ := demo.Namespace("events")
+	if ev.Offload == nil || ev.Offload.Threshold != MiB || ev.Offload.DeletionLag.String() != "1m" ||
+		ev.Retention.Time.String() != "7d" {
+		t.Errorf("events offload %+v retention %+v", ev.Offload, ev.Retention)
+	}
+	if js := m.Defaults.JetStream; js == nil || *js != (JetStream{Tenant: "demo", Namespace: "streams"}) {
+		t.Errorf("jetstream %+v", js)
+	}
+}
+
+func TestDefaultReturnsFreshCopies(t *testing.T) {
+	a, b := Default(), Default()
+	a.Regions[0].Name = "changed"
+	a.Regions[0].Ledger.Ensemble = 9
+	if b.Regions[0].Name != "us-east" || b.Regions[0].Ledger.Ensemble != 3 {
+		t.Error("Default shares state between calls")
+	}
+	y := DefaultYAML()
+	y[0] = 'X'
+	if DefaultYAML()[0] == 'X' {
+		t.Error("DefaultYAML shares its bytes")
+	}
+}
+
+func TestExampleDefaultMeshMatchesEmbedded(t *testing.T) {
+	ex, err := os.ReadFile("../examples/default-mesh.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(ex, DefaultYAML()) {
+		t.Error("examples/default-mesh.yaml differs from topology/default-mesh.yaml; copy one over the other")
+	}
+}
+
+func TestExampleProduction(t *testing.T) {
+	m, warns, err := LoadFile("../examples/production.yaml")
+	if err != nil {
+		t.Fatalf("examples/production.yaml:\n%v", err)
+	}
+	for _, w := range warns {
+		t.Errorf("examples/production.yaml: %s", w)
+	}
+	us, _ := m.Region("us-east")
+	eu, _ := m.Region("eu-west")
+	if us.Tier.Kind != TierS3 || !us.Tier.PathStyle || us.Tier.Endpoint == "" || us.Tier.Region == "" {
+		t.Errorf("us-east tier %+v", us.Tier)
+	}
+	if eu.Tier.Kind != TierGCS || eu.Tier.Bucket == "" {
+		t.Errorf("eu-west tier %+v", eu.Tier)
+	}
+	for _, r := range []*Region{us, eu} {
+		if r.Metadata.Embedded || len(r.Metadata.Etcd) != 3 || r.NodesOf(RoleMeta) != nil {
+			t.Errorf("%s metadata %+v", r.Name, r.Metadata)
+		}
+		for _, n := range r.Nodes {
+			if n.GRPCPort == 0 || n.Host == "" {
+				t.Errorf("%s/%s: want a host and a fixed grpc port", r.Name, n.ID)
+			}
+		}
+	}
+	pay, _ := m.Tenant("payments")
+	orders, _ := pay.Namespace("orders")
+	if pay.Quotas.Storage != 2*TiB || orders.BacklogQuota == nil || orders.Offload == nil {
+		t.Errorf("payments %+v orders %+v", pay.Quotas, orders)
+	}
+}

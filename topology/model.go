@@ -1,0 +1,226 @@
+package topology
+
+import "time"
+
+// Mesh is a whole topology file after decoding, defaulting and validation.
+// Field names follow shared/specs/topology.md; the yaml tags are the file's
+// keys. Every field that the file may omit has its default filled in by Parse
+// (see applyDefaults in defaults.go), so code that consumes a Mesh never
+// re-applies defaults.
+type Mesh struct {
+	// Name is the mesh name (required; a token).
+	Name string `yaml:"mesh"`
+	// DataDir is the default data directory for `strata up` when --data-dir
+	// is not given. Empty means "./strata-data".
+	DataDir string `yaml:"data_dir"`
+	// Defaults apply to every region that does not override them.
+	Defaults Defaults `yaml:"defaults"`
+	// Regions are the mesh's regions, at least one, names unique.
+	Regions []Region `yaml:"regions"`
+	// Tenants and their namespaces.
+	Tenants []Tenant `yaml:"tenants"`
+}
+
+// Defaults are applied to regions (ledger, rollover) and to connections
+// without a tenant (jetstream). After Parse, Ledger and Rollover are never
+// nil (the built-in defaults fill them); JetStream is nil when not set.
+type Defaults struct {
+	Ledger    *Ledger    `yaml:"ledger"`
+	Rollover  *Rollover  `yaml:"rollover"`
+	JetStream *JetStream `yaml:"jetstream"`
+}
+
+// JetStream names where streams created through the JetStream API live when
+// the connection has no tenant (auth off).
+type JetStream struct {
+	Tenant    string `yaml:"tenant"`
+	Namespace string `yaml:"namespace"`
+}
+
+// Ledger holds BookKeeper's replication parameters for new ledgers:
+// ensemble size E, write quorum Qw and ack quorum Qa, with E ≥ Qw ≥ Qa ≥ 1.
+type Ledger struct {
+	Ensemble    int `yaml:"ensemble"`
+	WriteQuorum int `yaml:"write_quorum"`
+	AckQuorum   int `yaml:"ack_quorum"`
+}
+
+// Rollover bounds a managed ledger's open ledger: it is closed and a new
+// one opened when any limit is reached. Zero means no limit for that field.
+type Rollover struct {
+	MaxEntries int64    `yaml:"max_entries"`
+	MaxSize    Size     `yaml:"max_size"`
+	MaxAge     Duration `yaml:"max_age"`
+}
+
+// Region is one Pulsar-style cluster of the mesh.
+type Region struct {
+	// Name is the region name (required; a token; unique in the mesh).
+	Name string `yaml:"name"`
+	// Brokers is the number of brokers (ids b1..bN) when Nodes lists none.
+	// Default 1; 0 when Nodes lists brokers. Use NodesOf to get the nodes.
+	Brokers int `yaml:"brokers"`
+	// Bookies is the number of bookies (ids k1..kN) when Nodes lists none.
+	// Default ensemble+1, so an ensemble change has a spare bookie; 0 when
+	// Nodes lists bookies.
+	Bookies int `yaml:"bookies"`
+	// Nodes lists explicit nodes for real deployments. For each role, either
+	// the count or explicit nodes may be given, never both.
+	Nodes []Node `yaml:"nodes"`
+	// Ledger is the region's ledger defaults (from defaults.ledger, else
+	// E=3, Qw=2, Qa=2).
+	Ledger *Ledger `yaml:"ledger"`
+	// Rollover is the region's ledger rollover (from defaults.rollover).
+	Rollover *Rollover `yaml:"rollover"`
+	// Metadata is "embedded" (one etcd node per region run by strata) or a
+	// list of external etcd endpoints.
+	Metadata Metadata `yaml:"metadata"`
+	// Tier is where closed ledgers are offloaded. Default {kind: fs} under
+	// the data dir.
+	Tier Tier `yaml:"tier"`
+	// WANJoin are Serf WAN seeds (host:port) in other regions. `strata up`
+	// fills them in for local meshes.
+	WANJoin []string `yaml:"wan_join"`
+}
+
+// Node roles.
+const (
+	RoleBroker = "broker"
+	RoleBookie = "bookie"
+	RoleMeta   = "meta"
+)
+
+// Node is an explicit node of a region. Ports that are zero are chosen
+// freely at start (bind port 0) and reported in mesh.json.
+type Node struct {
+	ID          string `yaml:"id"`
+	Role        string `yaml:"role"` // broker | bookie | meta
+	Host        string `yaml:"host"`
+	NATSPort    int    `yaml:"nats_port"`
+	GRPCPort    int    `yaml:"grpc_port"`
+	AdminPort   int    `yaml:"admin_port"`
+	SerfLANPort int    `yaml:"serf_lan_port"`
+	SerfWANPort int    `yaml:"serf_wan_port"`
+	ClientPort  int    `yaml:"client_port"` // meta: etcd client port
+	PeerPort    int    `yaml:"peer_port"`   // meta: etcd peer port
+	DataDir     string `yaml:"data_dir"`
+}
+
+// Metadata is a region's metadata store: embedded etcd run by strata, or
+// external etcd endpoints.
+type Metadata struct {
+	// Embedded is true for `metadata: embedded` (the default) and for a
+	// mapping without etcd endpoints (embedded etcd with a custom prefix).
+	Embedded bool `yaml:"-"`
+	// Etcd are external etcd client URLs (http:// or https://).
+	Etcd []string `yaml:"etcd"`
+	// Prefix is the key prefix in etcd. Default "/strata".
+	Prefix string `yaml:"prefix"`
+}
+
+// Tier kinds.
+const (
+	TierFS  = "fs"
+	TierS3  = "s3"
+	TierGCS = "gcs"
+)
+
+// Tier is a region's offload target (ARCHITECTURE §6).
+type Tier struct {
+	Kind      string `yaml:"kind"` // fs | s3 | gcs; default fs
+	Bucket    string `yaml:"bucket"`
+	Prefix    string `yaml:"prefix"`
+	Region    string `yaml:"region"`
+	Endpoint  string `yaml:"endpoint"`
+	PathStyle bool   `yaml:"path_style"`
+	Dir       string `yaml:"dir"`
+}
+
+// Tenant owns namespaces and mesh-wide quotas.
+type Tenant struct {
+	Name       string      `yaml:"name"`
+	Admins     []string    `yaml:"admins"`
+	Quotas     Quotas      `yaml:"quotas"`
+	Namespaces []Namespace `yaml:"namespaces"`
+}
+
+// Quotas are mesh-wide limits for a tenant, all regions together. Zero means
+// unlimited.
+type Quotas struct {
+	PublishRate  MsgRate  `yaml:"publish_rate"`  // messages per second
+	PublishBytes ByteRate `yaml:"publish_bytes"` // bytes per second
+	Storage      Size     `yaml:"storage"`       // bytes, bookies + tier, all regions
+	Topics       int64    `yaml:"topics"`
+	Connections  int64    `yaml:"connections"`
+}
+
+// Retention modes (JetStream's model).
+const (
+	RetentionLimits    = "limits"
+	RetentionInterest  = "interest"
+	RetentionWorkQueue = "workqueue"
+)
+
+// Backlog quota policies (Pulsar's).
+const (
+	BacklogHold     = "producer_request_hold"
+	BacklogReject   = "producer_exception"
+	BacklogEvictOld = "consumer_backlog_eviction"
+)
+
+// Namespace holds the policies of tenant/namespace.
+type Namespace struct {
+	Name string `yaml:"name"`
+	// Replication lists the regions topics are mirrored to. Default: all.
+	Replication []string  `yaml:"replication"`
+	Retention   Retention `yaml:"retention"`
+	// BacklogQuota is nil when not set (no backlog quota).
+	BacklogQuota *BacklogQuota `yaml:"backlog_quota"`
+	// Offload is nil when not set (never offload).
+	Offload    *Offload `yaml:"offload"`
+	MessageTTL Duration `yaml:"message_ttl"`
+	Dedup      bool     `yaml:"dedup"`
+	// Bundles is the number of hash bundles. Default 4.
+	Bundles int `yaml:"bundles"`
+	// AutoCreateTopics defaults to true.
+	AutoCreateTopics *bool `yaml:"auto_create_topics"`
+}
+
+// Retention follows JetStream: an omitted limit is unlimited. Messages -1
+// also means unlimited.
+type Retention struct {
+	Mode     string   `yaml:"mode"` // limits (default) | interest | workqueue
+	Time     Duration `yaml:"time"`
+	Size     Size     `yaml:"size"`
+	Messages int64    `yaml:"messages"`
+}
+
+// BacklogQuota limits a subscription's backlog. Policy defaults to
+// producer_request_hold.
+type BacklogQuota struct {
+	Size   Size     `yaml:"size"`
+	Time   Duration `yaml:"time"`
+	Policy string   `yaml:"policy"`
+}
+
+// Offload moves closed ledgers to the region's tier once the topic's data on
+// bookies exceeds Threshold bytes (0 = as soon as a ledger closes); bookie
+// copies are deleted DeletionLag later.
+type Offload struct {
+	Threshold   Size     `yaml:"threshold"`
+	DeletionLag Duration `yaml:"deletion_lag"`
+}
+
+// Size is a byte count, written with units B KB MB GB TB (powers of 1000)
+// or KiB MiB GiB TiB (powers of 1024); a bare integer is bytes.
+type Size int64
+
+// Duration is a time span written with units ms s m h d, e.g. 500ms, 90s,
+// 5m, 4h, 7d, or combined like 1h30m; a bare number needs a unit.
+type Duration time.Duration
+
+// MsgRate is messages per second, written "5000/s".
+type MsgRate int64
+
+// ByteRate is bytes per second, written "10MiB/s".
+type ByteRate int64

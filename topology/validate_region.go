@@ -1,0 +1,167 @@
+package topology
+
+import (
+	"strconv"
+	"strings"
+)
+
+var nodeRoles = []string{RoleBroker, RoleBookie, RoleMeta}
+
+func (r *report) checkRegion(p string, rg *Region) {
+	r.requireToken(field(p, "name"), rg.Name)
+	r.checkCount(p, "brokers", rg, RoleBroker)
+	r.checkCount(p, "bookies", rg, RoleBookie)
+	r.checkNodes(p, rg)
+	if rg.Ledger != nil {
+		r.checkLedger(field(p, "ledger"), rg.Ledger)
+	}
+	if rg.Rollover != nil {
+		r.checkRollover(field(p, "rollover"), rg.Rollover)
+	}
+	r.checkMetadata(field(p, "metadata"), &rg.Metadata)
+	r.checkTier(field(p, "tier"), &rg.Tier)
+	for i, s := range rg.WANJoin {
+		if !isHostPort(s) {
+			r.errorf(elem(field(p, "wan_join"), i), "want host:port, got %s", quoteShort(s))
+		}
+	}
+}
+
+// checkCount checks brokers or bookies: 1..maxCount, and not together
+// with explicit nodes of the same role.
+func (r *report) checkCount(p, key string, rg *Region, role string) {
+	cp := field(p, key)
+	if !r.ix.has(cp) {
+		return
+	}
+	n := rg.Brokers
+	if role == RoleBookie {
+		n = rg.Bookies
+	}
+	if r.atLeast(cp, int64(n), 1) && n > maxCount {
+		r.errorf(cp, "must be at most %d, got %d", maxCount, n)
+	}
+	if explicit := len(explicitNodes(rg, role)); explicit > 0 {
+		r.errorf(cp, "a count and %s are both given; use one or the other",
+			plural(explicit, "explicit "+role+" node", "explicit "+role+" nodes"))
+	}
+}
+
+func explicitNodes(rg *Region, role string) []int {
+	var idx []int
+	for i := range rg.Nodes {
+		if rg.Nodes[i].Role == role {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+func (r *report) checkNodes(p string, rg *Region) {
+	np := field(p, "nodes")
+	ids := make([]string, len(rg.Nodes))
+	for i := range rg.Nodes {
+		n, ep := &rg.Nodes[i], elem(np, i)
+		ids[i] = n.ID
+		r.requireToken(field(ep, "id"), n.ID)
+		if n.Role == "" {
+			r.missing(field(ep, "role"))
+		} else {
+			r.oneOf(field(ep, "role"), "role", n.Role, nodeRoles...)
+		}
+		if n.Host == "" {
+			r.missing(field(ep, "host"))
+		}
+		for _, pf := range nodePorts(n) {
+			if pf.port < 0 || pf.port > 65535 {
+				r.errorf(field(ep, pf.key), "%d is not a port (0..65535)", pf.port)
+			}
+		}
+	}
+	r.unique(np, "id", "node id", ids)
+	r.checkMetaNodes(p, rg)
+}
+
+// checkMetaNodes allows one explicit meta node, and none with external
+// etcd: a meta node runs strata's embedded etcd.
+func (r *report) checkMetaNodes(p string, rg *Region) {
+	external := r.ix.has(field(p, "metadata.etcd"))
+	for k, i := range explicitNodes(rg, RoleMeta) {
+		ep := elem(field(p, "nodes"), i)
+		switch {
+		case external:
+			r.errorf(ep, "a meta node runs embedded etcd, but metadata lists external etcd endpoints; remove one or the other")
+		case k > 0:
+			r.errorf(ep, "a second meta node: embedded metadata runs one etcd node; use `metadata: {etcd: [...]}` for a cluster")
+		}
+	}
+}
+
+type portField struct {
+	key  string
+	port int
+}
+
+// nodePorts lists a node's port fields in file-format order.
+func nodePorts(n *Node) []portField {
+	return []portField{
+		{"nats_port", n.NATSPort}, {"grpc_port", n.GRPCPort}, {"admin_port", n.AdminPort},
+		{"serf_lan_port", n.SerfLANPort}, {"serf_wan_port", n.SerfWANPort},
+		{"client_port", n.ClientPort}, {"peer_port", n.PeerPort},
+	}
+}
+
+// checkPortClashes reports two explicit nodes (or two ports of one node)
+// that use the same port on the same host, anywhere in the mesh. Port 0 is
+// chosen at start and never clashes. Hosts are compared as written.
+func (r *report) checkPortClashes(m *Mesh) {
+	first := map[string]string{}
+	for i := range m.Regions {
+		for j := range m.Regions[i].Nodes {
+			n := &m.Regions[i].Nodes[j]
+			ep := elem(field(elem("regions", i), "nodes"), j)
+			for _, pf := range nodePorts(n) {
+				if n.Host == "" || pf.port <= 0 || pf.port > 65535 {
+					continue
+				}
+				path := field(ep, pf.key)
+				key := strings.ToLower(n.Host) + " " + strconv.Itoa(pf.port)
+				if f, clash := first[key]; clash {
+					r.errorf(path, "port %d on host %s is already used by %s (line %d)",
+						pf.port, n.Host, f, r.ix.at(f).line)
+					continue
+				}
+				first[key] = path
+			}
+		}
+	}
+}
+
+func (r *report) checkMetadata(p string, md *Metadata) {
+	ep := field(p, "etcd")
+	if r.ix.has(ep) && len(md.Etcd) == 0 {
+		r.errorf(ep, "must list at least one endpoint (or write `metadata: embedded`)")
+	}
+	for i, u := range md.Etcd {
+		if !isHTTPURL(u) {
+			r.errorf(elem(ep, i), "want an http:// or https:// URL, got %s", quoteShort(u))
+		}
+	}
+	if pp := field(p, "prefix"); r.ix.has(pp) && !strings.HasPrefix(md.Prefix, "/") {
+		r.errorf(pp, `must start with "/", got %s`, quoteShort(md.Prefix))
+	}
+}
+
+func (r *report) checkTier(p string, t *Tier) {
+	r.oneOf(field(p, "kind"), "tier kind", t.Kind, TierFS, TierS3, TierGCS)
+	if (t.Kind == TierS3 || t.Kind == TierGCS) && t.Bucket == "" {
+		if bp := field(p, "bucket"); r.ix.has(bp) || r.ix.keys[bp] != (pos{}) {
+			r.missing(bp)
+		} else {
+			r.errorf(bp, "required for kind %s", t.Kind)
+		}
+	}
+	if ep := field(p, "endpoint"); r.ix.has(ep) && !isHTTPURL(t.Endpoint) {
+		r.errorf(ep, "want an http:// or https:// URL, got %s", quoteShort(t.Endpoint))
+	}
+}
