@@ -51,4 +51,3 @@ for the next run. Without -f it runs the embedded default mesh.`,
 	cmd.Flags().StringVar(&logLevel, "log-level", "warn", "supervisor log level: debug, info, warn, error")
 	return cmd
 }
-
