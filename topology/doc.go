@@ -2,7 +2,7 @@
 // describes a mesh (its regions, their nodes, metadata stores and tiers, and
 // the tenants and namespaces that live on it), its defaults, its validation,
 // the embedded default mesh, and the resolution of a region's nodes. The
-// file format is fixed by shared/specs/topology.md; the yaml tags in
+// file format is fixed by docs/topology.md; the yaml tags in
 // model.go are its keys.
 //
 // # Parsing

@@ -3,7 +3,7 @@ package topology
 import "time"
 
 // Mesh is a whole topology file after decoding, defaulting and validation.
-// Field names follow shared/specs/topology.md; the yaml tags are the file's
+// Field names follow docs/topology.md; the yaml tags are the file's
 // keys. Every field that the file may omit has its default filled in by Parse
 // (see applyDefaults in defaults.go), so code that consumes a Mesh never
 // re-applies defaults.

@@ -3,7 +3,7 @@
 // telemetry), and the /admin/v1 routes other packages mount.
 //
 // It owns: the listener (port 0 resolved to the real port), routing, the
-// JSON error shape of shared/specs/admin-api.md, and graceful shutdown.
+// JSON error shape of docs/admin-api.md, and graceful shutdown.
 // It must not: contain the logic behind the routes it serves.
 //
 // Concurrency: Handle and AddReadyCheck may be called before Start only;

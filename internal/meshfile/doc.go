@@ -1,5 +1,5 @@
 // Package meshfile reads and writes the runtime file <data-dir>/mesh.json
-// (shared/specs/topology.md, "Runtime file"): the resolved endpoints of
+// (docs/topology.md, "Runtime file"): the resolved endpoints of
 // every node of a running mesh, written by `strata up` and read by every
 // tool that needs to find a node. `strata status --json` prints the same
 // shape with each node's state filled in.
