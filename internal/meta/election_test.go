@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/stratamesh/strata/internal/testutil"
 )
 
 type campaignResult struct {
@@ -35,7 +37,7 @@ func grant(t *testing.T, s *Store) *Lease {
 func waitCandidates(t *testing.T, s *Store, election string, n int) {
 	t.Helper()
 	ctx := testCtx(t)
-	waitFor(t, 5*time.Second, "candidates to register", func() bool {
+	testutil.Eventually(t, "candidates to register", 5*time.Second, func() bool {
 		kvs, err := s.List(ctx, election+"/")
 		return err == nil && len(kvs) == n
 	})

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/stratamesh/strata/internal/testutil"
 )
 
 // Expiry (not revocation): once nobody keeps the lease alive, etcd deletes
@@ -39,7 +41,7 @@ func TestLeaseExpiryRemovesKeys(t *testing.T) {
 
 	start := time.Now()
 	l.Orphan()
-	waitFor(t, 10*time.Second, "the leased key to be deleted", func() bool {
+	testutil.Eventually(t, "the leased key to be deleted", 10*time.Second, func() bool {
 		_, err := s.Get(ctx, "owned")
 		return errors.Is(err, ErrNotFound)
 	})
