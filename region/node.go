@@ -143,26 +143,27 @@ func (n *Node) startPools() error {
 		wanProfile = gossip.ProfileLoopback
 	}
 	var err error
-	n.lan, err = gossip.Start(gossip.Config{
-		NodeName: n.name, BindAddr: n.host(), BindPort: n.spec.SerfLANPort,
-		Tags: tags, Profile: lanProfile, Logger: n.logger.With("pool", "lan"),
-	})
-	if err != nil {
+	if n.lan, err = n.startPool("lan", lanProfile, n.spec.SerfLANPort, tags, n.lanSeeds()); err != nil {
 		return err
 	}
-	n.joinInBackground(n.lan, "lan", n.lanSeeds())
 	if n.spec.Role != topology.RoleBroker {
 		return nil
 	}
-	n.wan, err = gossip.Start(gossip.Config{
-		NodeName: n.name, BindAddr: n.host(), BindPort: n.spec.SerfWANPort,
-		Tags: tags, Profile: wanProfile, Logger: n.logger.With("pool", "wan"),
+	n.wan, err = n.startPool("wan", wanProfile, n.spec.SerfWANPort, tags, n.wanSeeds())
+	return err
+}
+
+// startPool starts one Serf pool for the node and joins its seeds.
+func (n *Node) startPool(pool string, profile gossip.Profile, port int, tags map[string]string, seeds []string) (*gossip.Pool, error) {
+	p, err := gossip.Start(gossip.Config{
+		NodeName: n.name, BindAddr: n.host(), BindPort: port,
+		Tags: tags, Profile: profile, Logger: n.logger.With("pool", pool),
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	n.joinInBackground(n.wan, "wan", n.wanSeeds())
-	return nil
+	n.joinInBackground(p, pool, seeds)
+	return p, nil
 }
 
 // joinInBackground tries the seeds once now and, if none answered, again
@@ -261,7 +262,7 @@ func (n *Node) Endpoints() meshfile.Node {
 	return e
 }
 
-// Admin returns the node's admin HTTP server's routes (for the OpenAPI
+// Routes returns the routes the node's admin HTTP server serves (for the OpenAPI
 // check).
 func (n *Node) Routes() []string { return n.admin.Routes() }
 
