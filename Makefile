@@ -25,5 +25,6 @@ fuzz:
 	$(GO) test ./topology -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./topology -run '^$$' -fuzz '^FuzzUnits$$' -fuzztime $(FUZZTIME)
 
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 build:
-	$(GO) build -o bin/strata ./cmd/strata
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/strata ./cmd/strata

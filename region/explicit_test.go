@@ -57,13 +57,7 @@ regions:
 		}
 		if id == "k1" {
 			testutil.Eventually(t, "k1 sees all three nodes alive", 10*time.Second, func() bool {
-				alive := 0
-				for _, mem := range n.Members().LAN {
-					if mem.State == gossip.StateAlive {
-						alive++
-					}
-				}
-				return alive == 3
+				return aliveIn(n.Members().LAN) == 3
 			})
 		}
 	}

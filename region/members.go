@@ -14,7 +14,7 @@ import (
 // MembersView is the body of GET /admin/v1/members: this node's view of
 // its pools.
 type MembersView struct {
-	Node   string          `json:"node"` // "<region>/<id>"
+	Node   string          `json:"node"` // SerfName(region, id)
 	Region string          `json:"region"`
 	Role   string          `json:"role"`
 	LAN    []gossip.Member `json:"lan"`

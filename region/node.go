@@ -27,7 +27,7 @@ type Node struct {
 	spec   topology.Node
 	region *topology.Region
 	logger *slog.Logger
-	name   string // Serf node name, "<region>/<id>"
+	name   string // Serf node name, SerfName(region, id)
 
 	embedded *meta.Embedded // meta nodes only
 	store    *meta.Store
@@ -36,7 +36,9 @@ type Node struct {
 	admin    *adminhttp.Server
 	tel      *telemetry.Telemetry
 	reg      *registration
+	joins    []func() // pool joins, run after registration
 
+	fatal    chan error // capacity 1: the first fatal error
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	stopOnce sync.Once
@@ -64,9 +66,10 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	}
 	n := &Node{
 		cfg: cfg, spec: spec, region: r,
-		name:   cfg.Region + "/" + cfg.ID,
+		name:   SerfName(cfg.Region, cfg.ID),
 		logger: logger.With("region", cfg.Region, "node", cfg.ID, "role", spec.Role),
 		stop:   make(chan struct{}),
+		fatal:  make(chan error, 1),
 	}
 	if err := n.start(ctx); err != nil {
 		n.Stop(context.Background())
@@ -112,7 +115,28 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.reg.register(ctx, n.Endpoints()); err != nil {
 		return err
 	}
-	n.goLoop(func() { n.reg.keep(n.stop, n.Endpoints()) })
+	// Join only once registered: a duplicate of a live node must not meet
+	// the pools, where Serf's name-conflict resolution could evict the
+	// original.
+	for _, join := range n.joins {
+		join()
+	}
+	n.goLoop(func() {
+		if err := n.reg.keep(n.stop, n.Endpoints()); err != nil {
+			n.fail(err)
+		}
+	})
+	n.watchPool(n.lan, "lan")
+	n.watchPool(n.wan, "wan")
+	if n.embedded != nil {
+		n.goLoop(func() {
+			select {
+			case <-n.stop:
+			case err := <-n.embedded.Err():
+				n.fail(fmt.Errorf("embedded etcd: %w", err))
+			}
+		})
+	}
 	return registerMetrics(n)
 }
 
@@ -162,7 +186,7 @@ func (n *Node) startPool(pool string, profile gossip.Profile, port int, tags map
 	if err != nil {
 		return nil, err
 	}
-	n.joinInBackground(p, pool, seeds)
+	n.joins = append(n.joins, func() { n.joinInBackground(p, pool, seeds) })
 	return p, nil
 }
 
@@ -303,14 +327,42 @@ func (n *Node) Stop(ctx context.Context) error {
 	return n.stopErr
 }
 
-// Fatal is closed with an error when the node cannot go on (its embedded
-// etcd failed); nil for nodes without one.
-func (n *Node) Fatal() <-chan error {
-	if n.embedded == nil {
-		return nil
+// Fatal delivers the first error after which the node cannot go on: its
+// embedded etcd failed, Serf shut a pool down (it lost a name conflict to
+// another process running the same node), or another live process took its
+// registration. The caller should Stop the node and exit non-zero.
+func (n *Node) Fatal() <-chan error { return n.fatal }
+
+func (n *Node) fail(err error) {
+	select {
+	case n.fatal <- err:
+	default:
 	}
-	return n.embedded.Err()
 }
+
+// watchPool reports a pool that Serf shut down by itself as fatal.
+func (n *Node) watchPool(p *gossip.Pool, pool string) {
+	if p == nil {
+		return
+	}
+	n.goLoop(func() {
+		select {
+		case <-n.stop:
+		case <-p.ShutdownCh():
+			select {
+			case <-n.stop: // our own Close
+			default:
+				n.fail(fmt.Errorf("serf %s pool shut down (another process may be running node %s)", pool, n.name))
+			}
+		}
+	})
+}
+
+// SerfName is a node's name in its Serf pools: "<region>.<id>". Not
+// "<region>/<id>": Serf rejoins failed members by joining "<name>/<addr>"
+// and memberlist splits that at the first "/", so a "/" in the name breaks
+// reconnection after a failure or partition. Tokens never contain ".".
+func SerfName(region, id string) string { return region + "." + id }
 
 // KeyPrefix is the etcd key prefix of a region's metadata:
 // <metadata prefix>/<mesh>/<region>, so regions sharing one external etcd

@@ -76,15 +76,8 @@ func TestRegionNodes(t *testing.T) {
 		t.Fatal("only brokers join the WAN pool")
 	}
 
-	testutil.Eventually(t, "three alive LAN members", 10*time.Second, func() bool {
-		v := bookie.Members()
-		alive := 0
-		for _, mem := range v.LAN {
-			if mem.State == gossip.StateAlive {
-				alive++
-			}
-		}
-		return alive == 3
+	testutil.Eventually(t, "three alive LAN members seen by the broker and the bookie", 10*time.Second, func() bool {
+		return aliveIn(bookie.Members().LAN) == 3 && aliveIn(broker.Members().LAN) == 3
 	})
 
 	// Registration keys are in etcd under the region's prefix.
@@ -114,7 +107,7 @@ func TestRegionNodes(t *testing.T) {
 	}
 	_, members := httpGet(t, admin+"/admin/v1/members")
 	var mv MembersView
-	if err := json.Unmarshal([]byte(members), &mv); err != nil || mv.Node != "r1/b1" || len(mv.LAN) != 3 || len(mv.WAN) != 1 {
+	if err := json.Unmarshal([]byte(members), &mv); err != nil || mv.Node != "r1.b1" || len(mv.LAN) != 3 || len(mv.WAN) != 1 {
 		t.Fatalf("members view = %+v (%v)", mv, err)
 	}
 
@@ -130,7 +123,7 @@ func TestRegionNodes(t *testing.T) {
 	}
 	testutil.Eventually(t, "k1 left", 10*time.Second, func() bool {
 		for _, mem := range broker.Members().LAN {
-			if mem.Name == "r1/k1" {
+			if mem.Name == "r1.k1" {
 				return mem.State == gossip.StateLeft
 			}
 		}
@@ -186,6 +179,16 @@ func TestRoutesInOpenAPI(t *testing.T) {
 	}
 }
 
+func aliveIn(ms []gossip.Member) int {
+	alive := 0
+	for _, m := range ms {
+		if m.State == gossip.StateAlive {
+			alive++
+		}
+	}
+	return alive
+}
+
 func httpGet(t *testing.T, url string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(url)
@@ -195,4 +198,61 @@ func httpGet(t *testing.T, url string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// TestDuplicateNodeRefused starts a second process-like instance of a live
+// node: it is refused before it meets the pools, and the original keeps its
+// registration. A registration left by a dead process is taken over.
+func TestDuplicateNodeRefused(t *testing.T) {
+	m := parse(t, oneRegion)
+	base := NodeConfig{Mesh: m, Region: "r1", DataDir: t.TempDir(), Gossip: gossip.ProfileLoopback, RegistrationTTL: 2 * time.Second}
+	mc := base
+	mc.ID = "meta"
+	me := startNode(t, mc).Endpoints()
+
+	store, err := meta.Open(context.Background(), meta.Config{Endpoints: []string{me.Etcd}, Prefix: "/strata/unit/r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	// A dead process's registration: a live lease, an admin that does not answer.
+	lease, err := store.GrantLease(context.Background(), 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Revoke(context.Background())
+	if _, err := store.Put(context.Background(), "nodes/broker/b1", []byte(`{"id":"b1","admin":"http://127.0.0.1:1","pid":99999}`), meta.WithLease(lease.ID())); err != nil {
+		t.Fatal(err)
+	}
+
+	bc := base
+	bc.ID, bc.EtcdEndpoints, bc.LANJoin = "b1", []string{me.Etcd}, []string{me.SerfLAN}
+	first := startNode(t, bc) // takes over the dead registration
+	kv, err := store.Get(context.Background(), "nodes/broker/b1")
+	if err != nil || !strings.Contains(string(kv.Value), first.Endpoints().Admin) {
+		t.Fatalf("registration after takeover = %s, %v", kv.Value, err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if dup, err := StartNode(ctx, bc); !errors.Is(err, ErrDuplicateNode) {
+		if dup != nil {
+			dup.Stop(context.Background())
+		}
+		t.Fatalf("second b1: err = %v, want ErrDuplicateNode", err)
+	}
+	kv, err = store.Get(context.Background(), "nodes/broker/b1")
+	if err != nil || !strings.Contains(string(kv.Value), first.Endpoints().Admin) {
+		t.Fatalf("original registration lost: %s, %v", kv.Value, err)
+	}
+	select {
+	case err := <-first.Fatal():
+		t.Fatalf("original node failed: %v", err)
+	default:
+	}
+	for _, mem := range first.Members().LAN {
+		if mem.State != gossip.StateAlive {
+			t.Fatalf("original's pool disturbed: %+v", first.Members().LAN)
+		}
+	}
 }

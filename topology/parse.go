@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -48,6 +49,15 @@ func LoadFile(path string) (*Mesh, []Problem, error) {
 // or nil after reporting a syntax error, an empty file or a file whose top
 // level is null.
 func (r *report) document(data []byte) ast.Node {
+	data = bytes.TrimPrefix(data, utf8BOM)
+	if len(data) > MaxFileSize {
+		r.errorAt(pos{1, 1}, "", "the file is %d bytes; a topology file may be at most %d", len(data), MaxFileSize)
+		return nil
+	}
+	if line, col, ok := tooDeep(data); !ok {
+		r.errorAt(pos{line, col}, "", "flow collections ([ ] and { }) nest deeper than %d levels", maxFlowDepth)
+		return nil
+	}
 	f, err := parseYAML(data)
 	if err != nil || f == nil {
 		r.syntaxError(err)
@@ -67,6 +77,51 @@ func (r *report) document(data []byte) ast.Node {
 		return nil
 	}
 	return bodies[0]
+}
+
+// utf8BOM is the byte order mark some editors put at the start of a file.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+// MaxFileSize is the largest topology file Parse accepts, in bytes.
+const MaxFileSize = 4 << 20
+
+// maxFlowDepth bounds [ ] / { } nesting before the file reaches the YAML
+// parser, whose memory grows with the square of the depth.
+const maxFlowDepth = 64
+
+// tooDeep scans for flow-collection nesting deeper than maxFlowDepth,
+// skipping quoted strings and comments, and returns where it got too deep
+// (1-based) with ok false.
+func tooDeep(data []byte) (line, col int, ok bool) {
+	depth, line, col := 0, 1, 0
+	var quote byte
+	comment := false
+	for i, c := range data {
+		col++
+		switch {
+		case c == '\n':
+			line, col, comment = line+1, 0, false
+			if quote == '\'' {
+				continue
+			}
+		case comment:
+		case quote != 0:
+			if c == quote && (quote == '\'' || i == 0 || data[i-1] != '\\') {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '#' && (i == 0 || data[i-1] == ' ' || data[i-1] == '\t'):
+			comment = true
+		case c == '[' || c == '{':
+			if depth++; depth > maxFlowDepth {
+				return line, col, false
+			}
+		case c == ']' || c == '}':
+			depth = max(0, depth-1)
+		}
+	}
+	return 0, 0, true
 }
 
 // parseYAML runs goccy/go-yaml's parser, turning a panic inside it into an

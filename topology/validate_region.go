@@ -12,6 +12,7 @@ func (r *report) checkRegion(p string, rg *Region) {
 	r.checkCount(p, "brokers", rg, RoleBroker)
 	r.checkCount(p, "bookies", rg, RoleBookie)
 	r.checkNodes(p, rg)
+	r.checkRolesListed(p, rg)
 	if rg.Ledger != nil {
 		r.checkLedger(field(p, "ledger"), rg.Ledger)
 	}
@@ -44,6 +45,20 @@ func (r *report) checkCount(p, key string, rg *Region, role string) {
 	if explicit := len(explicitNodes(rg, role)); explicit > 0 {
 		r.errorf(cp, "a count and %s are both given; use one or the other",
 			plural(explicit, "explicit "+role+" node", "explicit "+role+" nodes"))
+	}
+}
+
+// checkRolesListed: a region that lists explicit nodes must list (or
+// count) its brokers and bookies too, rather than silently getting
+// generated ones on loopback.
+func (r *report) checkRolesListed(p string, rg *Region) {
+	if len(rg.Nodes) == 0 {
+		return
+	}
+	for _, c := range []struct{ key, role string }{{"brokers", RoleBroker}, {"bookies", RoleBookie}} {
+		if !r.ix.has(field(p, c.key)) && len(explicitNodes(rg, c.role)) == 0 {
+			r.errorf(field(p, "nodes"), "lists explicit nodes but no %s node; add %s nodes or a %s count", c.role, c.role, c.key)
+		}
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/stratamesh/strata/topology"
 )
 
 func main() {
@@ -16,6 +18,12 @@ func main() {
 		var ee exitError
 		if errors.As(err, &ee) {
 			os.Exit(ee.code)
+		}
+		var problems topology.Problems
+		if errors.As(err, &problems) { // one FILE:LINE:COL line each
+			fmt.Fprintln(os.Stderr, "strata: the topology is invalid:")
+			fmt.Fprintln(os.Stderr, problems.Error())
+			os.Exit(1)
 		}
 		fmt.Fprintln(os.Stderr, "strata:", err)
 		os.Exit(1)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stratamesh/strata/internal/meshfile"
 	"github.com/stratamesh/strata/internal/status"
+	"github.com/stratamesh/strata/internal/supervisor"
 )
 
 func newStatus() *cobra.Command {
@@ -21,13 +23,20 @@ func newStatus() *cobra.Command {
 		Short: "Show the running mesh: regions, nodes and their Serf state",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := meshfile.Read(dataDirOr(dataDir, nil))
+			dir := dataDirOr(dataDir, nil)
+			f, err := meshfile.Read(dir)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			if !supervisor.Running(dir) {
+				return fmt.Errorf("%s is stale: no strata up is running with data dir %s (it was killed, or stopped uncleanly)", meshfile.Path(dir), dir)
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout+time.Second)
 			defer cancel()
-			live := status.Collect(ctx, f, &http.Client{Timeout: timeout})
+			live, answered := status.Collect(ctx, f, &http.Client{Timeout: timeout})
+			if answered == 0 {
+				return fmt.Errorf("no node of mesh %s answered within %v", f.Mesh, timeout)
+			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -39,6 +48,6 @@ func newStatus() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "data directory of the running mesh (default ./strata-data)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON in the shape of mesh.json, with each node's state")
-	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Second, "how long to wait for the nodes to answer")
+	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Second, "how long to wait for each node to answer")
 	return cmd
 }

@@ -42,6 +42,11 @@ func New(logger *slog.Logger) *Server {
 		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}))
 	s.Handle("GET /readyz", http.HandlerFunc(s.ready))
+	// Unknown paths get the admin API's JSON error shape (not listed in
+	// Routes: it is the fallback, not a route).
+	s.mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, http.StatusNotFound, "not_found", "no such path: "+r.URL.Path, "")
+	}))
 	return s
 }
 

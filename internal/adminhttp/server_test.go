@@ -82,6 +82,9 @@ func TestRoutesAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close(context.Background())
+	if code, body := get(t, s.URL()+"/admin/v1/nope"); code != 404 || body["error"].(map[string]any)["code"] != "not_found" {
+		t.Fatalf("unknown path = %d %v, want a JSON 404", code, body)
+	}
 	code, body := get(t, s.URL()+"/admin/v1/thing")
 	e := body["error"].(map[string]any)
 	if code != 404 || e["code"] != "not_found" || e["field"] != "name" {

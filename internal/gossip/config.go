@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -27,7 +28,9 @@ const (
 
 // Config configures one Pool. The zero value is not usable: set NodeName.
 type Config struct {
-	// NodeName is unique across the pool; Strata uses "<region>/<id>".
+	// NodeName is unique across the pool; Strata uses "<region>.<id>". It
+	// must not contain "/": Serf rejoins failed members by joining
+	// "<name>/<addr>", and memberlist splits that at the first "/".
 	NodeName string
 	// BindAddr is the address memberlist listens on (TCP and UDP).
 	// Default "127.0.0.1".
@@ -53,6 +56,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.NodeName == "" {
 		errs = append(errs, errors.New("gossip: NodeName is required"))
+	}
+	if strings.Contains(c.NodeName, "/") {
+		errs = append(errs, fmt.Errorf("gossip: NodeName %q contains \"/\", which breaks Serf's reconnection of failed members", c.NodeName))
 	}
 	if c.BindPort < 0 || c.BindPort > 65535 {
 		errs = append(errs, fmt.Errorf("gossip: BindPort %d is outside 0..65535", c.BindPort))

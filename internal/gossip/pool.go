@@ -82,6 +82,7 @@ func Start(cfg Config) (*Pool, error) {
 	if cfg.Profile == ProfileLoopback {
 		sc.LeavePropagateDelay = 100 * time.Millisecond
 		sc.ReapInterval = time.Second
+		sc.ReconnectInterval = time.Second // rejoin failed members quickly
 	}
 	s, err := serf.Create(sc)
 	if err != nil {
@@ -180,6 +181,11 @@ func stateOf(s serf.MemberStatus, suspect bool) string {
 		return StateSuspect
 	}
 }
+
+// ShutdownCh is closed when the pool has shut down: after Close, or by
+// Serf itself (for example when it lost a name conflict to another node
+// using the same name). A node should treat the latter as fatal.
+func (p *Pool) ShutdownCh() <-chan struct{} { return p.serf.ShutdownCh() }
 
 // Leave announces a graceful leave so others mark this node left rather
 // than failed. It blocks up to Serf's broadcast timeout. Close still has to

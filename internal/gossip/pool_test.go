@@ -31,9 +31,9 @@ func states(p *Pool) map[string]string {
 }
 
 func TestJoinFailLeave(t *testing.T) {
-	a := startPool(t, "r/a")
-	b := startPool(t, "r/b")
-	c := startPool(t, "r/c")
+	a := startPool(t, "r.a")
+	b := startPool(t, "r.b")
+	c := startPool(t, "r.c")
 	for _, p := range []*Pool{b, c} {
 		if n, err := p.Join([]string{a.Addr()}); err != nil || n != 1 {
 			t.Fatalf("join: n=%d err=%v", n, err)
@@ -41,9 +41,9 @@ func TestJoinFailLeave(t *testing.T) {
 	}
 	testutil.Eventually(t, "three alive members seen by c", 10*time.Second, func() bool {
 		s := states(c)
-		return len(s) == 3 && s["r/a"] == StateAlive && s["r/b"] == StateAlive && s["r/c"] == StateAlive
+		return len(s) == 3 && s["r.a"] == StateAlive && s["r.b"] == StateAlive && s["r.c"] == StateAlive
 	})
-	if got := a.Members()[1].Tags["id"]; got != "r/b" {
+	if got := a.Members()[1].Tags["id"]; got != "r.b" {
 		t.Fatalf("tags not gossiped: got id=%q", got)
 	}
 	select {
@@ -57,15 +57,39 @@ func TestJoinFailLeave(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Close()
-	testutil.Eventually(t, "b left", 10*time.Second, func() bool { return states(a)["r/b"] == StateLeft })
+	testutil.Eventually(t, "b left", 10*time.Second, func() bool { return states(a)["r.b"] == StateLeft })
 
 	// c vanishes without a leave: the others mark it failed.
 	c.Close()
-	testutil.Eventually(t, "c failed", 10*time.Second, func() bool { return states(a)["r/c"] == StateFailed })
+	testutil.Eventually(t, "c failed", 10*time.Second, func() bool { return states(a)["r.c"] == StateFailed })
+}
+
+// TestReconnectAfterFailure restarts a failed member on its old address
+// without seeds: Serf's reconnect (which joins "<name>/<addr>") must bring
+// it back, so a healed partition heals the pool too.
+func TestReconnectAfterFailure(t *testing.T) {
+	a := startPool(t, "r.a")
+	b := startPool(t, "r.b")
+	if _, err := b.Join([]string{a.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "b alive at a", 10*time.Second, func() bool { return states(a)["r.b"] == StateAlive })
+	port := b.serf.LocalMember().Port
+	b.Close()
+	testutil.Eventually(t, "b failed at a", 10*time.Second, func() bool { return states(a)["r.b"] == StateFailed })
+	b2, err := Start(Config{NodeName: "r.b", BindPort: int(port), Profile: ProfileLoopback})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	took := testutil.Eventually(t, "a reconnecting to the restarted b", 20*time.Second, func() bool {
+		return states(a)["r.b"] == StateAlive && states(b2)["r.a"] == StateAlive
+	})
+	t.Logf("reconnected after %v", took)
 }
 
 func TestJoinNoSeed(t *testing.T) {
-	a := startPool(t, "r/a")
+	a := startPool(t, "r.a")
 	_, err := a.Join([]string{"127.0.0.1:1"})
 	if err == nil {
 		t.Fatal("join to a dead seed succeeded")
@@ -78,13 +102,18 @@ func TestConfigValidate(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Fatalf("Validate = %v, want %q", err, want)
 	}
+	err = Config{NodeName: "us-east/b1"}.Validate()
+	want = `gossip: NodeName "us-east/b1" contains "/", which breaks Serf's reconnection of failed members`
+	if err == nil || err.Error() != want {
+		t.Fatalf("Validate = %v, want %q", err, want)
+	}
 	if err := (Config{NodeName: "x"}).Validate(); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestCloseIdempotent(t *testing.T) {
-	p := startPool(t, fmt.Sprintf("r/%d", time.Now().UnixNano()))
+	p := startPool(t, fmt.Sprintf("r.%d", time.Now().UnixNano()))
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}

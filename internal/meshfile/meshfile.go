@@ -51,6 +51,9 @@ type Node struct {
 	// State is the node's Serf state (alive | suspect | failed | left);
 	// only in `strata status` output.
 	State string `json:"state,omitempty"`
+	// Ready is the node's /readyz answer (status only; absent when it did
+	// not answer).
+	Ready *bool `json:"ready,omitempty"`
 	// Exited is set by `strata up` when the node's process ended.
 	Exited string `json:"exited,omitempty"`
 }

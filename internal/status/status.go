@@ -15,52 +15,76 @@ import (
 	"github.com/stratamesh/strata/region"
 )
 
-// Collect asks every node listed in f for its pool views and returns a
-// copy of f with each node's State filled in and each region's WAN view
-// (from one of its brokers that answered). Nodes that do not answer are
-// simply not asked again; their state comes from the others' views.
-func Collect(ctx context.Context, f *meshfile.File, client *http.Client) *meshfile.File {
+// Collect asks every node listed in f, all at once, for its pool views
+// and readiness, and returns a copy of f with each node's State and Ready
+// filled in and each region's WAN view (from one of its brokers that
+// answered), plus how many nodes answered. Each request is bounded by the
+// client's timeout, so one hung node never hides the others. A node that
+// does not answer gets its state from the others' views.
+func Collect(ctx context.Context, f *meshfile.File, client *http.Client) (*meshfile.File, int) {
 	if client == nil {
 		client = http.DefaultClient
 	}
+	type probe struct {
+		view  *region.MembersView
+		ready *bool
+	}
+	probes := make([][]probe, len(f.Regions))
+	var wg sync.WaitGroup
+	for i, reg := range f.Regions {
+		probes[i] = make([]probe, len(reg.Nodes))
+		for j, n := range reg.Nodes {
+			if n.Admin == "" {
+				continue
+			}
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				probes[i][j].view = fetchView(ctx, client, n.Admin)
+			}()
+			go func() {
+				defer wg.Done()
+				probes[i][j].ready = fetchReady(ctx, client, n.Admin)
+			}()
+		}
+	}
+	wg.Wait()
 	out := *f
 	out.Regions = make([]meshfile.Region, len(f.Regions))
+	answered := 0
 	for i, reg := range f.Regions {
-		views := fetchViews(ctx, client, reg.Nodes)
+		var views []region.MembersView
+		for _, p := range probes[i] {
+			if p.view != nil {
+				views = append(views, *p.view)
+				answered++
+			}
+		}
 		r := reg
 		r.Nodes = append([]meshfile.Node(nil), reg.Nodes...)
 		for j := range r.Nodes {
-			r.Nodes[j].State = MergeState(reg.Name+"/"+r.Nodes[j].ID, views)
+			r.Nodes[j].State = MergeState(region.SerfName(reg.Name, r.Nodes[j].ID), views)
+			r.Nodes[j].Ready = probes[i][j].ready
 		}
 		r.WAN = wanView(views)
 		out.Regions[i] = r
 	}
-	return &out
+	return &out, answered
 }
 
-// fetchViews queries the nodes concurrently; the result has one view per
-// node that answered, in node order.
-func fetchViews(ctx context.Context, client *http.Client, nodes []meshfile.Node) []region.MembersView {
-	views := make([]*region.MembersView, len(nodes))
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		if n.Admin == "" {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			views[i] = fetchView(ctx, client, n.Admin)
-		}()
+// fetchReady asks /readyz; nil when the node did not answer at all.
+func fetchReady(ctx context.Context, client *http.Client, admin string) *bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/readyz", nil)
+	if err != nil {
+		return nil
 	}
-	wg.Wait()
-	var out []region.MembersView
-	for _, v := range views {
-		if v != nil {
-			out = append(out, *v)
-		}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil
 	}
-	return out
+	resp.Body.Close()
+	ready := resp.StatusCode == http.StatusOK
+	return &ready
 }
 
 func fetchView(ctx context.Context, client *http.Client, admin string) *region.MembersView {
@@ -147,7 +171,7 @@ func AllAlive(f *meshfile.File) bool {
 				return false
 			}
 			if n.Role == "broker" {
-				brokers[r.Name+"/"+n.ID] = true
+				brokers[region.SerfName(r.Name, n.ID)] = true
 			}
 		}
 	}
@@ -171,13 +195,13 @@ func PrintTable(w io.Writer, f *meshfile.File) {
 	for _, r := range f.Regions {
 		fmt.Fprintf(w, "\nregion %s (tier %s)\n", r.Name, r.Tier.Kind)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  NODE\tROLE\tSTATE\tPID\tADMIN")
+		fmt.Fprintln(tw, "  NODE\tROLE\tSTATE\tREADY\tPID\tADMIN")
 		for _, n := range r.Nodes {
 			state := n.State
 			if n.Exited != "" {
 				state += " (exited: " + n.Exited + ")"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\n", n.ID, n.Role, state, n.PID, n.Admin)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\n", n.ID, n.Role, state, readyText(n.Ready), n.PID, n.Admin)
 		}
 		tw.Flush()
 		alive := 0
@@ -191,5 +215,16 @@ func PrintTable(w io.Writer, f *meshfile.File) {
 		} else {
 			fmt.Fprintln(w, "  WAN pool: no broker of this region answered")
 		}
+	}
+}
+
+func readyText(r *bool) string {
+	switch {
+	case r == nil:
+		return "no answer"
+	case *r:
+		return "yes"
+	default:
+		return "no"
 	}
 }

@@ -15,7 +15,7 @@ func view(node string, lan ...gossip.Member) region.MembersView {
 func m(name, state string) gossip.Member { return gossip.Member{Name: name, State: state} }
 
 func TestMergeState(t *testing.T) {
-	a, b, c := "r/a", "r/b", "r/c"
+	a, b, c := "r.a", "r.b", "r.c"
 	cases := []struct {
 		name  string
 		node  string
@@ -40,9 +40,9 @@ func TestMergeState(t *testing.T) {
 func TestAllAlive(t *testing.T) {
 	f := &meshfile.File{Regions: []meshfile.Region{
 		{Name: "x", Nodes: []meshfile.Node{{ID: "b1", Role: "broker", State: "alive"}, {ID: "k1", Role: "bookie", State: "alive"}},
-			WAN: []meshfile.Member{{Name: "x/b1", State: "alive"}, {Name: "y/b1", State: "alive"}}},
+			WAN: []meshfile.Member{{Name: "x.b1", State: "alive"}, {Name: "y.b1", State: "alive"}}},
 		{Name: "y", Nodes: []meshfile.Node{{ID: "b1", Role: "broker", State: "alive"}},
-			WAN: []meshfile.Member{{Name: "x/b1", State: "alive"}, {Name: "y/b1", State: "alive"}}},
+			WAN: []meshfile.Member{{Name: "x.b1", State: "alive"}, {Name: "y.b1", State: "alive"}}},
 	}}
 	if !AllAlive(f) {
 		t.Fatal("AllAlive = false for an all-alive mesh")

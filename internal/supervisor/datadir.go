@@ -9,17 +9,29 @@ import (
 )
 
 const (
-	topologyFile = "topology.yaml"
+	// markerFile marks a directory as a Strata data directory: only a
+	// directory that has it (or is empty) is used, and only such a
+	// directory is ever wiped by --fresh.
+	markerFile = ".strata-data-dir"
+	// topologyFile is the copy of the topology the node processes read.
+	topologyFile = "strata-topology.yaml"
 	lockFile     = "up.lock"
 )
 
 // ErrLocked is returned when another `strata up` holds the data directory.
 var ErrLocked = errors.New("supervisor: another strata up is running with this data directory")
 
-// prepareDataDir creates the data directory, takes its lock (held until the
-// returned func runs), wipes it when Fresh, and writes the topology and the
-// logs directory.
+// ErrNotDataDir is returned for a non-empty directory without the marker:
+// `up` will not write into (or wipe) a directory it did not create.
+var ErrNotDataDir = errors.New("supervisor: not a Strata data directory")
+
+// prepareDataDir checks that the data directory is new, empty or one of
+// ours, takes its lock (held until the returned func runs), wipes it when
+// Fresh, and writes the marker, the topology and the logs directory.
 func prepareDataDir(cfg Config) (unlock func(), err error) {
+	if err := checkOurs(cfg.DataDir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("supervisor: data dir: %w", err)
 	}
@@ -32,39 +44,52 @@ func prepareDataDir(cfg Config) (unlock func(), err error) {
 		return nil, fmt.Errorf("%w (%s)", ErrLocked, cfg.DataDir)
 	}
 	unlock = func() { lf.Close() }
-	if cfg.Fresh {
-		if err := wipe(cfg.DataDir); err != nil {
-			unlock()
-			return nil, err
-		}
-	}
-	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "logs"), 0o755); err != nil {
-		unlock()
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(cfg.DataDir, topologyFile), cfg.TopologyYAML, 0o644); err != nil {
+	if err := populate(cfg); err != nil {
 		unlock()
 		return nil, err
 	}
 	return unlock, nil
 }
 
-// wipe empties dir, keeping the lock file. It refuses a directory that
-// holds other files but no topology.yaml: that is not a Strata data
-// directory, and --fresh must never delete someone's files.
+// checkOurs accepts a missing or empty directory, or one with the marker.
+func checkOurs(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("supervisor: data dir: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, markerFile)); err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %s has files but no %s; give `up` a new or empty directory (--data-dir)", ErrNotDataDir, dir, markerFile)
+}
+
+func populate(cfg Config) error {
+	if cfg.Fresh {
+		if err := wipe(cfg.DataDir); err != nil {
+			return err
+		}
+	}
+	marker := "This directory holds the data of a Strata mesh run by `strata up`.\n`strata up --fresh` deletes everything in it.\n"
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{markerFile, []byte(marker)}, {topologyFile, cfg.TopologyYAML}} {
+		if err := os.WriteFile(filepath.Join(cfg.DataDir, f.name), f.data, 0o644); err != nil {
+			return fmt.Errorf("supervisor: %w", err)
+		}
+	}
+	return os.MkdirAll(filepath.Join(cfg.DataDir, "logs"), 0o755)
+}
+
+// wipe empties a data directory (checkOurs has accepted it), keeping the
+// lock file.
 func wipe(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err
-	}
-	ours := false
-	for _, e := range entries {
-		if e.Name() == topologyFile {
-			ours = true
-		}
-	}
-	if !ours && len(entries) > 1 {
-		return fmt.Errorf("supervisor: --fresh refuses to wipe %s: it has files but no %s, so it is not a Strata data directory", dir, topologyFile)
 	}
 	for _, e := range entries {
 		if e.Name() == lockFile {
@@ -75,4 +100,19 @@ func wipe(dir string) error {
 		}
 	}
 	return nil
+}
+
+// Running reports whether a `strata up` holds dataDir's lock right now
+// (so its mesh.json describes a live mesh, not one left by a killed up).
+func Running(dataDir string) bool {
+	lf, err := os.Open(filepath.Join(dataDir, lockFile))
+	if err != nil {
+		return false
+	}
+	defer lf.Close()
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(int(lf.Fd()), syscall.LOCK_UN)
+	return false
 }

@@ -184,11 +184,14 @@ func TestRunStartFailure(t *testing.T) {
 }
 
 func TestDataDirLockAndFresh(t *testing.T) {
-	dataDir := t.TempDir()
+	dataDir := filepath.Join(t.TempDir(), "new")
 	cfg := Config{DataDir: dataDir, TopologyYAML: []byte(twoRegions)}
 	unlock, err := prepareDataDir(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !Running(dataDir) {
+		t.Fatal("Running = false while the lock is held")
 	}
 	if _, err := prepareDataDir(cfg); !errors.Is(err, ErrLocked) {
 		t.Fatalf("second prepare = %v, want ErrLocked", err)
@@ -197,6 +200,9 @@ func TestDataDirLockAndFresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	unlock()
+	if Running(dataDir) {
+		t.Fatal("Running = true after unlock")
+	}
 
 	cfg.Fresh = true
 	unlock, err = prepareDataDir(cfg)
@@ -208,16 +214,26 @@ func TestDataDirLockAndFresh(t *testing.T) {
 		t.Fatal("--fresh kept old data")
 	}
 
-	foreign := t.TempDir()
-	if err := os.WriteFile(filepath.Join(foreign, "thesis.tex"), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err = prepareDataDir(Config{DataDir: foreign, TopologyYAML: []byte("x"), Fresh: true})
-	if err == nil || !strings.Contains(err.Error(), "not a Strata data directory") {
-		t.Fatalf("--fresh on a foreign dir = %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(foreign, "thesis.tex")); err != nil {
-		t.Fatal("--fresh deleted a foreign file")
+	// A user's directory, even one holding a topology file, is never used
+	// nor wiped, and no lock file is left in it.
+	for _, fresh := range []bool{false, true} {
+		foreign := t.TempDir()
+		for _, name := range []string{"topology.yaml", "NOTES.md"} {
+			if err := os.WriteFile(filepath.Join(foreign, name), []byte("mine"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err = prepareDataDir(Config{DataDir: foreign, TopologyYAML: []byte("x"), Fresh: fresh})
+		if !errors.Is(err, ErrNotDataDir) {
+			t.Fatalf("fresh=%v on a foreign dir = %v, want ErrNotDataDir", fresh, err)
+		}
+		entries, _ := os.ReadDir(foreign)
+		if len(entries) != 2 {
+			t.Fatalf("fresh=%v changed a foreign dir: %v", fresh, entries)
+		}
+		if b, _ := os.ReadFile(filepath.Join(foreign, "topology.yaml")); string(b) != "mine" {
+			t.Fatal("the user's topology.yaml was overwritten")
+		}
 	}
 }
 

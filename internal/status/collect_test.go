@@ -1,0 +1,65 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stratamesh/strata/internal/gossip"
+	"github.com/stratamesh/strata/internal/meshfile"
+	"github.com/stratamesh/strata/region"
+)
+
+// TestCollectSurvivesHungNode: a node that never answers (SIGSTOPped)
+// must not hide the other regions' answers.
+func TestCollectSurvivesHungNode(t *testing.T) {
+	release := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hung.Close()
+	defer close(release)
+	serve := func(v region.MembersView) *httptest.Server {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/readyz" {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			json.NewEncoder(w).Encode(v)
+		}))
+	}
+	east := serve(region.MembersView{Node: "east.b1", LAN: []gossip.Member{{Name: "east.b1", State: "alive"}, {Name: "east.k1", State: "failed"}},
+		WAN: []gossip.Member{{Name: "east.b1", State: "alive"}, {Name: "west.b1", State: "alive"}}})
+	defer east.Close()
+	west := serve(region.MembersView{Node: "west.b1", LAN: []gossip.Member{{Name: "west.b1", State: "alive"}}})
+	defer west.Close()
+
+	f := &meshfile.File{Mesh: "m", Regions: []meshfile.Region{
+		{Name: "east", Nodes: []meshfile.Node{{ID: "k1", Role: "bookie", Admin: hung.URL}, {ID: "b1", Role: "broker", Admin: east.URL}}},
+		{Name: "west", Nodes: []meshfile.Node{{ID: "b1", Role: "broker", Admin: west.URL}}},
+	}}
+	start := time.Now()
+	live, answered := Collect(context.Background(), f, &http.Client{Timeout: 300 * time.Millisecond})
+	t.Logf("collected in %v", time.Since(start))
+	if answered != 2 {
+		t.Fatalf("answered = %d, want 2", answered)
+	}
+	if got := live.Node("east", "k1"); got.State != gossip.StateFailed || got.Ready != nil {
+		t.Fatalf("hung east/k1 = %+v, want failed with no readiness answer", got)
+	}
+	if got := live.Node("west", "b1"); got.State != gossip.StateAlive || got.Ready == nil || *got.Ready {
+		t.Fatalf("west/b1 = %+v, want alive and not ready", got)
+	}
+	if len(live.Regions[0].WAN) != 2 {
+		t.Fatalf("east WAN view = %+v", live.Regions[0].WAN)
+	}
+	if f.Regions[0].Nodes[0].State != "" {
+		t.Fatal("Collect modified its input")
+	}
+}
