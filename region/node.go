@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stratamesh/strata/bookie"
 	"github.com/stratamesh/strata/internal/adminhttp"
 	"github.com/stratamesh/strata/internal/gossip"
 	"github.com/stratamesh/strata/internal/meshfile"
@@ -36,7 +37,9 @@ type Node struct {
 	admin    *adminhttp.Server
 	tel      *telemetry.Telemetry
 	reg      *registration
-	joins    []func() // pool joins, run after registration
+	bookie   *bookie.Bookie  // bookies only
+	joins    []func()        // pool joins, run after registration
+	ports    rememberedPorts // ports bound last time (ports.json)
 
 	fatal    chan error // capacity 1: the first fatal error
 	stop     chan struct{}
@@ -84,6 +87,7 @@ func (n *Node) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	n.ports = loadPorts(n.dir())
 	endpoints := n.cfg.EtcdEndpoints
 	if n.spec.Role == topology.RoleMeta {
 		if err := n.startEmbedded(ctx); err != nil {
@@ -108,7 +112,15 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.startPools(); err != nil {
 		return err
 	}
+	if n.spec.Role == topology.RoleBookie {
+		if err := n.startBookie(ctx); err != nil {
+			return err
+		}
+	}
 	if err := n.startAdmin(); err != nil {
+		return err
+	}
+	if err := n.rememberPorts(); err != nil {
 		return err
 	}
 	n.reg = newRegistration(n.store, n.registrationKey(), n.cfg.RegistrationTTL, n.logger)
@@ -143,7 +155,7 @@ func (n *Node) start(ctx context.Context) error {
 func (n *Node) startEmbedded(ctx context.Context) error {
 	cfg := meta.DefaultEmbeddedConfig()
 	cfg.Name = n.cfg.Region + "-" + n.cfg.ID
-	cfg.Dir = n.dir()
+	cfg.Dir = filepath.Join(n.dir(), "etcd")
 	cfg.Host = n.host()
 	cfg.ClientPort = n.spec.ClientPort
 	cfg.PeerPort = n.spec.PeerPort
@@ -152,7 +164,14 @@ func (n *Node) startEmbedded(ctx context.Context) error {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return err
 	}
-	e, err := meta.StartEmbedded(ctx, cfg)
+	fixed := cfg.ClientPort + cfg.PeerPort
+	e, err := withPort(fixed, n.ports.Client, func(port int) (*meta.Embedded, error) {
+		c := cfg
+		if port != 0 && fixed == 0 {
+			c.ClientPort, c.PeerPort = n.ports.Client, n.ports.Peer
+		}
+		return meta.StartEmbedded(ctx, c)
+	})
 	if err != nil {
 		return err
 	}
@@ -167,21 +186,24 @@ func (n *Node) startPools() error {
 		wanProfile = gossip.ProfileLoopback
 	}
 	var err error
-	if n.lan, err = n.startPool("lan", lanProfile, n.spec.SerfLANPort, tags, n.lanSeeds()); err != nil {
+	if n.lan, err = n.startPool("lan", lanProfile, n.spec.SerfLANPort, n.ports.SerfLAN, tags, n.lanSeeds()); err != nil {
 		return err
 	}
 	if n.spec.Role != topology.RoleBroker {
 		return nil
 	}
-	n.wan, err = n.startPool("wan", wanProfile, n.spec.SerfWANPort, tags, n.wanSeeds())
+	n.wan, err = n.startPool("wan", wanProfile, n.spec.SerfWANPort, n.ports.SerfWAN, tags, n.wanSeeds())
 	return err
 }
 
-// startPool starts one Serf pool for the node and joins its seeds.
-func (n *Node) startPool(pool string, profile gossip.Profile, port int, tags map[string]string, seeds []string) (*gossip.Pool, error) {
-	p, err := gossip.Start(gossip.Config{
-		NodeName: n.name, BindAddr: n.host(), BindPort: port,
-		Tags: tags, Profile: profile, Logger: n.logger.With("pool", pool),
+// startPool starts one Serf pool for the node (on its fixed, else its
+// remembered port) and queues the join of its seeds.
+func (n *Node) startPool(pool string, profile gossip.Profile, port, remembered int, tags map[string]string, seeds []string) (*gossip.Pool, error) {
+	p, err := withPort(port, remembered, func(port int) (*gossip.Pool, error) {
+		return gossip.Start(gossip.Config{
+			NodeName: n.name, BindAddr: n.host(), BindPort: port,
+			Tags: tags, Profile: profile, Logger: n.logger.With("pool", pool),
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -229,11 +251,38 @@ func (n *Node) startAdmin() error {
 	n.admin = adminhttp.New(n.logger)
 	n.admin.Handle("GET /metrics", n.tel.Handler())
 	n.admin.Handle("GET /admin/v1/members", n.membersHandler())
+	n.bookieRoutes(n.admin)
 	n.admin.AddReadyCheck("metadata", func(ctx context.Context) error {
 		_, err := n.store.Get(ctx, n.registrationKey())
 		return err
 	})
-	return n.admin.Start(net.JoinHostPort(n.host(), strconv.Itoa(n.spec.AdminPort)))
+	_, err := withPort(n.spec.AdminPort, n.ports.Admin, func(port int) (struct{}, error) {
+		return struct{}{}, n.admin.Start(net.JoinHostPort(n.host(), strconv.Itoa(port)))
+	})
+	return err
+}
+
+// rememberPorts saves the ports bound now for the next start.
+func (n *Node) rememberPorts() error {
+	e := n.Endpoints()
+	p := rememberedPorts{Admin: portOf(e.Admin), SerfLAN: portOf(e.SerfLAN), SerfWAN: portOf(e.SerfWAN), GRPC: portOf(e.GRPC)}
+	if n.embedded != nil {
+		p.Client, p.Peer = portOf(n.embedded.ClientURL()), portOf(n.embedded.PeerURL())
+	}
+	return p.save(n.dir())
+}
+
+// portOf is the port of a host:port or URL (0 when there is none).
+func portOf(addr string) int {
+	if u, err := url.Parse(addr); err == nil && u.Host != "" {
+		addr = u.Host
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0
+	}
+	p, _ := strconv.Atoi(port)
+	return p
 }
 
 func (n *Node) goLoop(f func()) {
@@ -283,6 +332,9 @@ func (n *Node) Endpoints() meshfile.Node {
 	if n.wan != nil {
 		e.SerfWAN = n.wan.Addr()
 	}
+	if n.bookie != nil {
+		e.GRPC = n.bookie.Addr()
+	}
 	return e
 }
 
@@ -307,6 +359,9 @@ func (n *Node) Stop(ctx context.Context) error {
 			errs = append(errs, p.Close())
 		}
 		n.wg.Wait()
+		if n.bookie != nil {
+			errs = append(errs, n.bookie.Stop(ctx))
+		}
 		if n.reg != nil {
 			errs = append(errs, n.reg.revoke(ctx))
 		}

@@ -111,6 +111,18 @@ func TestRegionNodes(t *testing.T) {
 		t.Fatalf("members view = %+v (%v)", mv, err)
 	}
 
+	checkRoutes(t, bookie)
+	checkRoutes(t, broker)
+	_, bv := httpGet(t, bookie.Endpoints().Admin+"/admin/v1/bookie")
+	var view BookieView
+	if err := json.Unmarshal([]byte(bv), &view); err != nil || view.ID != "k1" || view.Instance == "" || view.Address != bookie.Endpoints().GRPC || view.TotalBytes == 0 {
+		t.Fatalf("bookie view = %+v (%v)", view, err)
+	}
+	_, list := httpGet(t, admin+"/admin/v1/bookies")
+	if !strings.Contains(list, `"id": "k1"`) || !strings.Contains(list, view.Instance) {
+		t.Fatalf("region bookie list lacks k1:\n%s", list)
+	}
+
 	// Stop deregisters at once and leaves gracefully.
 	if err := bookie.Stop(context.Background()); err != nil {
 		t.Fatal(err)
@@ -155,7 +167,13 @@ func TestNodeConfigValidate(t *testing.T) {
 func TestRoutesInOpenAPI(t *testing.T) {
 	m := parse(t, oneRegion)
 	mc := NodeConfig{Mesh: m, Region: "r1", ID: "meta", DataDir: t.TempDir(), Gossip: gossip.ProfileLoopback}
-	n := startNode(t, mc)
+	checkRoutes(t, startNode(t, mc))
+}
+
+// checkRoutes fails the test for each route n serves that
+// docs/admin-api.yaml does not describe.
+func checkRoutes(t *testing.T, n *Node) {
+	t.Helper()
 	raw, err := os.ReadFile("../docs/admin-api.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -254,5 +272,22 @@ func TestDuplicateNodeRefused(t *testing.T) {
 		if mem.State != gossip.StateAlive {
 			t.Fatalf("original's pool disturbed: %+v", first.Members().LAN)
 		}
+	}
+}
+
+// TestRestartKeepsAddresses stops a node and starts it again on the same
+// data directory: it comes back at the same ports (ports.json), so peers
+// see the same member rejoin and --etcd/--join flags stay valid.
+func TestRestartKeepsAddresses(t *testing.T) {
+	m := parse(t, oneRegion)
+	mc := NodeConfig{Mesh: m, Region: "r1", ID: "meta", DataDir: t.TempDir(), Gossip: gossip.ProfileLoopback}
+	first := startNode(t, mc)
+	before := first.Endpoints()
+	if err := first.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	after := startNode(t, mc).Endpoints()
+	if after.Etcd != before.Etcd || after.SerfLAN != before.SerfLAN || after.Admin != before.Admin {
+		t.Fatalf("addresses changed across a restart:\nbefore %+v\nafter  %+v", before, after)
 	}
 }

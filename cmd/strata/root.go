@@ -22,7 +22,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newUp(), newNode(), newValidate(), newStatus(), newVersion())
+	root.AddCommand(newUp(), newNode(), newValidate(), newStatus(), newAdmin(), newVersion())
 	return root
 }
 

@@ -84,6 +84,9 @@ func Start(cfg Config) (*Pool, error) {
 		sc.ReapInterval = time.Second
 		sc.ReconnectInterval = time.Second // rejoin failed members quickly
 	}
+	if err := probePort(cfg.BindAddr, cfg.BindPort); err != nil {
+		return nil, fmt.Errorf("gossip: start %s: %w", cfg.NodeName, err)
+	}
 	s, err := serf.Create(sc)
 	if err != nil {
 		return nil, fmt.Errorf("gossip: start %s on %s:%d: %w", cfg.NodeName, cfg.BindAddr, cfg.BindPort, err)
@@ -92,6 +95,26 @@ func Start(cfg Config) (*Pool, error) {
 	p.wg.Add(1)
 	go p.drain()
 	return p, nil
+}
+
+// probePort checks that a fixed port can be bound for TCP and UDP before
+// Serf is created: serf.Create leaks a goroutine when memberlist then fails
+// to bind, so a busy port is refused here first.
+func probePort(host string, port int) error {
+	if port == 0 {
+		return nil
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	l.Close()
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return err
+	}
+	return pc.Close()
 }
 
 // drain empties Serf's event channel so Serf never blocks on it, and

@@ -54,8 +54,22 @@ type Node struct {
 	// Ready is the node's /readyz answer (status only; absent when it did
 	// not answer).
 	Ready *bool `json:"ready,omitempty"`
+	// Bookie is a bookie node's own state (status only).
+	Bookie *BookieState `json:"bookie,omitempty"`
 	// Exited is set by `strata up` when the node's process ended.
 	Exited string `json:"exited,omitempty"`
+}
+
+// BookieState is what `strata status` shows of a bookie: its instance
+// (from its cookie), ledgers held, and disk use in bytes. Its JSON is a
+// subset of a bookie node's GET /admin/v1/bookie.
+type BookieState struct {
+	Instance   string `json:"instance"`
+	Ledgers    int    `json:"ledgers"`
+	UsedBytes  int64  `json:"used_bytes"`
+	FreeBytes  int64  `json:"free_bytes"`
+	TotalBytes int64  `json:"total_bytes"`
+	ReadOnly   bool   `json:"read_only"`
 }
 
 // Member is a pool member as reported by a node (status only).

@@ -26,8 +26,9 @@ func Collect(ctx context.Context, f *meshfile.File, client *http.Client) (*meshf
 		client = http.DefaultClient
 	}
 	type probe struct {
-		view  *region.MembersView
-		ready *bool
+		view   *region.MembersView
+		ready  *bool
+		bookie *meshfile.BookieState
 	}
 	probes := make([][]probe, len(f.Regions))
 	var wg sync.WaitGroup
@@ -40,7 +41,10 @@ func Collect(ctx context.Context, f *meshfile.File, client *http.Client) (*meshf
 			wg.Add(2)
 			go func() {
 				defer wg.Done()
-				probes[i][j].view = fetchView(ctx, client, n.Admin)
+				probes[i][j].view = fetchJSON[region.MembersView](ctx, client, n.Admin+"/admin/v1/members")
+				if n.Role == "bookie" {
+					probes[i][j].bookie = fetchJSON[meshfile.BookieState](ctx, client, n.Admin+"/admin/v1/bookie")
+				}
 			}()
 			go func() {
 				defer wg.Done()
@@ -65,6 +69,7 @@ func Collect(ctx context.Context, f *meshfile.File, client *http.Client) (*meshf
 		for j := range r.Nodes {
 			r.Nodes[j].State = MergeState(region.SerfName(reg.Name, r.Nodes[j].ID), views)
 			r.Nodes[j].Ready = probes[i][j].ready
+			r.Nodes[j].Bookie = probes[i][j].bookie
 		}
 		r.WAN = wanView(views)
 		out.Regions[i] = r
@@ -87,8 +92,9 @@ func fetchReady(ctx context.Context, client *http.Client, admin string) *bool {
 	return &ready
 }
 
-func fetchView(ctx context.Context, client *http.Client, admin string) *region.MembersView {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/admin/v1/members", nil)
+// fetchJSON GETs url and decodes a 200 answer; nil on any failure.
+func fetchJSON[T any](ctx context.Context, client *http.Client, url string) *T {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil
 	}
@@ -100,7 +106,7 @@ func fetchView(ctx context.Context, client *http.Client, admin string) *region.M
 	if resp.StatusCode != http.StatusOK {
 		return nil
 	}
-	var v region.MembersView
+	var v T
 	if json.NewDecoder(resp.Body).Decode(&v) != nil {
 		return nil
 	}
@@ -195,13 +201,13 @@ func PrintTable(w io.Writer, f *meshfile.File) {
 	for _, r := range f.Regions {
 		fmt.Fprintf(w, "\nregion %s (tier %s)\n", r.Name, r.Tier.Kind)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  NODE\tROLE\tSTATE\tREADY\tPID\tADMIN")
+		fmt.Fprintln(tw, "  NODE\tROLE\tSTATE\tREADY\tPID\tADMIN\tDETAIL")
 		for _, n := range r.Nodes {
 			state := n.State
 			if n.Exited != "" {
 				state += " (exited: " + n.Exited + ")"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\n", n.ID, n.Role, state, readyText(n.Ready), n.PID, n.Admin)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\n", n.ID, n.Role, state, readyText(n.Ready), n.PID, n.Admin, detail(n))
 		}
 		tw.Flush()
 		alive := 0
@@ -227,4 +233,35 @@ func readyText(r *bool) string {
 	default:
 		return "no"
 	}
+}
+
+// detail is the role-specific column: a bookie's instance, ledgers and
+// disk use.
+func detail(n meshfile.Node) string {
+	b := n.Bookie
+	if b == nil {
+		return ""
+	}
+	inst := b.Instance
+	if len(inst) > 8 {
+		inst = inst[:8]
+	}
+	ro := ""
+	if b.ReadOnly {
+		ro = " READ-ONLY"
+	}
+	return fmt.Sprintf("instance %s, %d ledgers, %s used, %s free%s", inst, b.Ledgers, bytesText(b.UsedBytes), bytesText(b.FreeBytes), ro)
+}
+
+func bytesText(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

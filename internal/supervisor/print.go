@@ -22,9 +22,9 @@ func (r *run) printEndpoints(took time.Duration) {
 		}
 		fmt.Fprintf(r.out, "\nregion %s  (tier: %s)\n", reg.Name, tier)
 		tw := tabwriter.NewWriter(r.out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  ROLE\tID\tPID\tADMIN\tETCD\tSERF LAN\tSERF WAN")
+		fmt.Fprintln(tw, "  ROLE\tID\tPID\tADMIN\tETCD\tGRPC\tSERF LAN\tSERF WAN")
 		for _, n := range reg.Nodes {
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%s\n", n.Role, n.ID, n.PID, n.Admin, dash(n.Etcd), dash(n.SerfLAN), dash(n.SerfWAN))
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", n.Role, n.ID, n.PID, n.Admin, dash(n.Etcd), dash(n.GRPC), dash(n.SerfLAN), dash(n.SerfWAN))
 		}
 		tw.Flush()
 	}

@@ -1,0 +1,179 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/stratamesh/strata/internal/vfs"
+)
+
+// Config configures an Engine. Start from DefaultConfig and set Dir.
+type Config struct {
+	// Dir is the data directory. The engine keeps journal/, logs/ and
+	// index/ under it and creates them on first start. Required.
+	Dir string
+	// FS is the file system holding Dir. Default: vfs.Default (the OS).
+	// Tests pass a vfs.MemFS (crashes) or a vfs.ErrorFS (faults).
+	FS vfs.FS
+
+	// JournalGroupWindow is the longest an add that arrives at an idle
+	// journal waits for companions before its batch is written and
+	// fsynced. Adds arriving while a batch is being written go into the
+	// next batch, which is written as soon as the current one completes,
+	// so under load the fsync itself is the batching window and this
+	// value no longer adds latency. Larger: bigger batches at low load,
+	// more latency. Default 1 ms; 0 writes as soon as the disk is free.
+	JournalGroupWindow time.Duration
+	// JournalGroupBytes ends the window early: a pending batch of at
+	// least this many bytes is written at once. Default 512 KiB.
+	JournalGroupBytes int
+	// JournalMaxPendingBytes bounds the bytes waiting for the journal;
+	// Add blocks (back-pressure) while more are pending. Must be at least
+	// JournalGroupBytes. Default 16 MiB.
+	JournalMaxPendingBytes int
+	// JournalMaxFileSize is the size, in bytes, past which the journal
+	// rotates to a new file. Old files are deleted once a checkpoint
+	// passes them. Default 256 MiB.
+	JournalMaxFileSize int64
+	// JournalPreallocate reserves journal file space ahead of writes, in
+	// chunks of this many bytes (fallocate, where the FS supports it), so
+	// that appends do not allocate blocks. 0 disables. Default 64 MiB.
+	JournalPreallocate int64
+	// DisableFsync skips every fsync (journal, entry logs, index). Acked
+	// adds are then NOT durable. For benchmarks of everything but the
+	// disk only. Default false.
+	DisableFsync bool
+
+	// WriteCacheBytes is the size of the write cache, in bytes of stored
+	// records: past it the cache is flushed to an entry log. Larger:
+	// fewer, bigger flushes and longer journal replay. Default 64 MiB.
+	WriteCacheBytes int64
+	// FlushInterval flushes the write cache (and advances the checkpoint)
+	// at least this often. Default 1 s.
+	FlushInterval time.Duration
+	// EntryLogMaxSize is the size, in bytes, past which a new entry log
+	// is started (checked at each flush, so a log may exceed it by one
+	// flush). Default 512 MiB.
+	EntryLogMaxSize int64
+	// MaxEntryBytes is the largest payload Add accepts, in bytes; larger
+	// ones fail with ErrInvalid. Default 16 MiB.
+	MaxEntryBytes int
+
+	// CompactThreshold: a sealed entry log whose live fraction (bytes of
+	// entries of undeleted ledgers / file size) is below this is
+	// compacted. 0 compacts only logs with nothing live. Default 0.5.
+	CompactThreshold float64
+	// CompactInterval is how often background compaction runs. 0
+	// disables it (Compact can still be called). Default 5 min.
+	CompactInterval time.Duration
+
+	// ReadOnlyThreshold is the disk usage fraction (used/total of the
+	// file system holding Dir) above which the engine refuses adds with
+	// ErrReadOnly. Checked at open, at each flush interval and by Usage.
+	// Default 0.95.
+	ReadOnlyThreshold float64
+	// DiskSpace reports the file system's size; tests fake it. Default:
+	// FS.DiskSpace.
+	DiskSpace func(dir string) (vfs.DiskSpace, error)
+
+	// IndexCacheBytes is the location index's (pebble) block cache, in
+	// bytes. Default 8 MiB.
+	IndexCacheBytes int64
+
+	// Logger receives the engine's logs. Default: discards.
+	Logger *slog.Logger
+	// Clock is the engine's time source. Default: RealClock().
+	Clock Clock
+}
+
+// DefaultConfig returns the defaults documented on Config; Dir is empty.
+func DefaultConfig() Config {
+	return Config{
+		FS:                     vfs.Default,
+		JournalGroupWindow:     time.Millisecond,
+		JournalGroupBytes:      512 << 10,
+		JournalMaxPendingBytes: 16 << 20,
+		JournalMaxFileSize:     256 << 20,
+		JournalPreallocate:     64 << 20,
+		WriteCacheBytes:        64 << 20,
+		FlushInterval:          time.Second,
+		EntryLogMaxSize:        512 << 20,
+		MaxEntryBytes:          16 << 20,
+		CompactThreshold:       0.5,
+		CompactInterval:        5 * time.Minute,
+		ReadOnlyThreshold:      0.95,
+		IndexCacheBytes:        8 << 20,
+		Logger:                 slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Clock:                  RealClock(),
+	}
+}
+
+// Validate returns every problem with c, joined (nil if none). Nil FS,
+// Logger, Clock and DiskSpace are allowed: Open uses the defaults.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("storage config: "+format, args...)) }
+	if c.Dir == "" {
+		bad("Dir is required")
+	}
+	if c.JournalGroupWindow < 0 {
+		bad("JournalGroupWindow %v is negative", c.JournalGroupWindow)
+	}
+	if c.JournalGroupBytes <= 0 {
+		bad("JournalGroupBytes %d must be positive", c.JournalGroupBytes)
+	}
+	if c.JournalMaxPendingBytes < c.JournalGroupBytes {
+		bad("JournalMaxPendingBytes %d is below JournalGroupBytes %d", c.JournalMaxPendingBytes, c.JournalGroupBytes)
+	}
+	if c.JournalMaxFileSize < 1<<10 {
+		bad("JournalMaxFileSize %d is below 1 KiB", c.JournalMaxFileSize)
+	}
+	if c.JournalPreallocate < 0 {
+		bad("JournalPreallocate %d is negative", c.JournalPreallocate)
+	}
+	if c.WriteCacheBytes <= 0 {
+		bad("WriteCacheBytes %d must be positive", c.WriteCacheBytes)
+	}
+	if c.FlushInterval <= 0 {
+		bad("FlushInterval %v must be positive", c.FlushInterval)
+	}
+	if c.EntryLogMaxSize < 1<<10 {
+		bad("EntryLogMaxSize %d is below 1 KiB", c.EntryLogMaxSize)
+	}
+	if c.MaxEntryBytes <= 0 || c.MaxEntryBytes > maxEntryBytesLimit {
+		bad("MaxEntryBytes %d must be in (0, %d]", c.MaxEntryBytes, maxEntryBytesLimit)
+	}
+	if c.CompactThreshold < 0 || c.CompactThreshold > 1 {
+		bad("CompactThreshold %v must be in [0, 1]", c.CompactThreshold)
+	}
+	if c.CompactInterval < 0 {
+		bad("CompactInterval %v is negative", c.CompactInterval)
+	}
+	if c.ReadOnlyThreshold <= 0 || c.ReadOnlyThreshold > 1 {
+		bad("ReadOnlyThreshold %v must be in (0, 1]", c.ReadOnlyThreshold)
+	}
+	if c.IndexCacheBytes < 0 {
+		bad("IndexCacheBytes %d is negative", c.IndexCacheBytes)
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults fills the optional fields left nil.
+func (c Config) withDefaults() Config {
+	if c.FS == nil {
+		c.FS = vfs.Default
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.Clock == nil {
+		c.Clock = RealClock()
+	}
+	if c.DiskSpace == nil {
+		c.DiskSpace = c.FS.DiskSpace
+	}
+	return c
+}

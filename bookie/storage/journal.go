@@ -1,0 +1,469 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stratamesh/strata/internal/vfs"
+)
+
+// Pos is a position in the journal: a file id and a byte offset in it.
+// Positions the engine keeps (checkpoints, batch ends) always fall on
+// batch boundaries.
+type Pos struct {
+	File uint64
+	Off  int64
+}
+
+// Less orders positions in journal order.
+func (p Pos) Less(q Pos) bool {
+	return p.File < q.File || (p.File == q.File && p.Off < q.Off)
+}
+
+type opKind uint8
+
+const (
+	opAdd opKind = iota + 1
+	opFence
+	opDelete
+)
+
+// op is one request travelling through the journal: its records are
+// encoded into the pending batch at submit, and after the batch's fsync
+// the engine applies it and calls done.
+type op struct {
+	kind   opKind
+	ledger int64
+	entry  int64
+	lac    int64
+	rec    []byte  // opAdd: the stored entry (also the journal record body)
+	recCRC uint32  // opAdd: recordCRC(recAdd, rec)
+	key    []byte  // master key: opFence's body; opAdd's when newKey
+	newKey bool    // opAdd: journal a master-key record first
+	st     *ledger // the ledger state the op was admitted against
+	done   func(error)
+}
+
+type journalConfig struct {
+	fs          vfs.FS
+	dir         string
+	clock       Clock
+	log         *slog.Logger
+	policy      groupPolicy
+	maxPending  int   // bytes pending before submitters wait
+	maxFileSize int64 // rotate past this
+	prealloc    int64 // preallocation chunk (0: none)
+	noSync      bool
+}
+
+// journalStats are cumulative counters, read with atomic loads.
+type journalStats struct {
+	batches   atomic.Int64
+	records   atomic.Int64
+	adds      atomic.Int64
+	bytes     atomic.Int64
+	syncNanos atomic.Int64
+	rotations atomic.Int64
+}
+
+// journal is the write-ahead log. Submitters (holding the engine lock,
+// which orders their records) append encoded records to the pending batch;
+// the writer goroutine decides with groupPolicy when to take the batch,
+// writes it with one write and fsyncs; the acker goroutine then hands the
+// batch's ops to onDurable, in batch order, while the writer is already
+// writing the next batch. The writer owns the file; neither goroutine
+// holds mu while doing I/O or calling onDurable.
+type journal struct {
+	cfg       journalConfig
+	onDurable func(ops []*op, end Pos, err error)
+	stats     journalStats
+
+	mu            sync.Mutex
+	space         sync.Cond // signalled when the pending batch is taken
+	pend          []byte    // batch header space + encoded records
+	pendOps       []*op
+	pendRecs      int
+	pendFirst     time.Time
+	pendWhileBusy bool
+	inflight      int  // batches taken and not yet acked
+	closing       bool
+	kick          chan struct{} // wakes the writer (capacity 1)
+	acks          chan ackBatch // writer → acker, in batch order
+	done          chan struct{} // closed when both goroutines have exited
+	freeOps       [][]*op       // op slices back from the acker, for reuse
+	pendLen       atomic.Int64  // len(pend), for waitSpace's fast path
+
+	// Owned by the writer goroutine (and by close after it exits).
+	f          vfs.File
+	fileID     uint64
+	off        int64
+	preallocTo int64
+	seq        uint64
+	broken     error // set when a failed batch could not be rolled back
+	spare      []byte
+}
+
+// ackBatch is a written (or failed) batch on its way to onDurable.
+type ackBatch struct {
+	ops []*op
+	end Pos
+	err error
+}
+
+const (
+	journalDir   = "journal"
+	journalExt   = ".jnl"
+	logsDir      = "logs"
+	entryLogExt  = ".log"
+	indexDirName = "index"
+)
+
+func idFileName(id uint64, ext string) string { return fmt.Sprintf("%016x%s", id, ext) }
+
+// parseIDFileName returns the id of a file named by idFileName with ext.
+func parseIDFileName(name, ext string) (uint64, bool) {
+	base, ok := strings.CutSuffix(name, ext)
+	if !ok || len(base) != 16 {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(base, 16, 64)
+	return id, err == nil
+}
+
+// startJournal creates journal file fileID and starts the writer.
+func startJournal(cfg journalConfig, fileID, seq uint64, onDurable func([]*op, Pos, error)) (*journal, error) {
+	j := &journal{
+		cfg:       cfg,
+		onDurable: onDurable,
+		pend:      make([]byte, batchHeaderSize, 64<<10),
+		kick:      make(chan struct{}, 1),
+		acks:      make(chan ackBatch, 4),
+		done:      make(chan struct{}),
+		seq:       seq,
+	}
+	j.space.L = &j.mu
+	f, err := j.createFile(fileID)
+	if err != nil {
+		return nil, err
+	}
+	j.f, j.fileID, j.off = f, fileID, fileHeaderSize
+	ackerDone := make(chan struct{})
+	go j.runAcker(ackerDone)
+	go func() {
+		j.run()
+		close(j.acks)
+		<-ackerDone
+		close(j.done)
+	}()
+	return j, nil
+}
+
+func (j *journal) path(id uint64) string {
+	return filepath.Join(j.cfg.dir, idFileName(id, journalExt))
+}
+
+// createFile creates journal file id holding its header, durable (file
+// and directory entry) before it is used.
+func (j *journal) createFile(id uint64) (vfs.File, error) {
+	name := j.path(id)
+	f, err := j.cfg.fs.Create(name)
+	if err != nil {
+		return nil, fmt.Errorf("bookie: create journal file: %w", err)
+	}
+	_, err = f.WriteAt(encodeFileHeader(id), 0)
+	if err == nil && !j.cfg.noSync {
+		err = f.Sync()
+	}
+	if err == nil && !j.cfg.noSync {
+		err = j.cfg.fs.SyncDir(j.cfg.dir)
+	}
+	if err != nil {
+		f.Close()
+		j.cfg.fs.Remove(name)
+		return nil, fmt.Errorf("bookie: create journal file: %w", err)
+	}
+	return f, nil
+}
+
+// waitSpace blocks while the pending batch is over maxPending bytes
+// (back-pressure). Call it without holding the engine lock.
+func (j *journal) waitSpace() {
+	if j.pendLen.Load() < int64(j.cfg.maxPending) {
+		return
+	}
+	j.mu.Lock()
+	for len(j.pend) >= j.cfg.maxPending && !j.closing {
+		j.space.Wait()
+	}
+	j.mu.Unlock()
+}
+
+// submit appends o's records to the pending batch. The caller holds the
+// engine lock, so records of one ledger enter the journal in the order
+// the engine admitted them. It fails only with ErrClosed.
+func (j *journal) submit(o *op) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closing {
+		return ErrClosed
+	}
+	if j.pendRecs == 0 {
+		j.pendFirst = j.cfg.clock.Now()
+		j.pendWhileBusy = j.inflight > 0
+	}
+	switch o.kind {
+	case opAdd:
+		if o.newKey {
+			j.pend = appendLedgerRecord(j.pend, recMasterKey, o.ledger, o.key)
+			j.pendRecs++
+		}
+		j.pend = appendRecord(j.pend, recAdd, o.recCRC, o.rec)
+	case opFence:
+		j.pend = appendLedgerRecord(j.pend, recFence, o.ledger, o.key)
+	case opDelete:
+		j.pend = appendLedgerRecord(j.pend, recDelete, o.ledger, nil)
+	}
+	j.pendRecs++
+	j.pendOps = append(j.pendOps, o)
+	j.pendLen.Store(int64(len(j.pend)))
+	select {
+	case j.kick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// appendLedgerRecord appends a record whose body is a ledger id followed
+// by data (master-key, fence and delete records), without building the
+// body separately.
+func appendLedgerRecord(dst []byte, t recType, ledger int64, data []byte) []byte {
+	var id [8]byte
+	binary.BigEndian.PutUint64(id[:], uint64(ledger))
+	c := crc32.Update(0, castagnoli, []byte{byte(t)})
+	c = crc32.Update(c, castagnoli, id[:])
+	c = crc32.Update(c, castagnoli, data)
+	var h [recHeaderSize]byte
+	binary.BigEndian.PutUint32(h[0:], uint32(8+len(data)))
+	binary.BigEndian.PutUint32(h[4:], c)
+	h[8] = byte(t)
+	dst = append(dst, h[:]...)
+	dst = append(dst, id[:]...)
+	return append(dst, data...)
+}
+
+func (j *journal) state() groupState {
+	return groupState{
+		count:          j.pendRecs,
+		bytes:          len(j.pend) - batchHeaderSize,
+		first:          j.pendFirst,
+		firstWhileBusy: j.pendWhileBusy,
+		closing:        j.closing,
+	}
+}
+
+// run is the writer goroutine.
+func (j *journal) run() {
+	timer := j.cfg.clock.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		buf, ops, recs, ok := j.next(timer)
+		if !ok {
+			return
+		}
+		end, err := j.write(buf, recs, ops)
+		j.mu.Lock()
+		j.spare = buf[:0]
+		j.mu.Unlock()
+		j.acks <- ackBatch{ops: ops, end: end, err: err}
+	}
+}
+
+// runAcker is the acker goroutine: it applies and completes each batch,
+// in order, then marks it no longer in flight.
+func (j *journal) runAcker(done chan<- struct{}) {
+	defer close(done)
+	for b := range j.acks {
+		j.onDurable(b.ops, b.end, b.err)
+		clear(b.ops)
+		j.mu.Lock()
+		j.inflight--
+		j.freeOps = append(j.freeOps, b.ops[:0])
+		j.mu.Unlock()
+	}
+}
+
+// next waits until the policy says to write, then takes the pending batch.
+// ok is false when the journal is closing and nothing is pending.
+func (j *journal) next(timer Timer) (buf []byte, ops []*op, recs int, ok bool) {
+	j.mu.Lock()
+	for {
+		write, wait := j.cfg.policy.decide(j.state(), j.cfg.clock.Now())
+		if write {
+			break
+		}
+		if j.closing {
+			j.mu.Unlock()
+			return nil, nil, 0, false
+		}
+		j.mu.Unlock()
+		if wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-j.kick:
+				timer.Stop()
+			case <-timer.C():
+			}
+		} else {
+			<-j.kick
+		}
+		j.mu.Lock()
+	}
+	buf, ops, recs = j.pend, j.pendOps, j.pendRecs
+	if cap(j.spare) >= batchHeaderSize {
+		j.pend = j.spare[:batchHeaderSize]
+	} else {
+		j.pend = make([]byte, batchHeaderSize, 64<<10)
+	}
+	j.spare = nil
+	j.pendOps, j.pendRecs = nil, 0
+	if n := len(j.freeOps); n > 0 {
+		j.pendOps, j.freeOps = j.freeOps[n-1], j.freeOps[:n-1]
+	}
+	j.pendLen.Store(int64(len(j.pend)))
+	j.inflight++
+	j.space.Broadcast()
+	j.mu.Unlock()
+	return buf, ops, recs, true
+}
+
+// write writes one batch at the end of the current file (rotating first
+// if it would pass maxFileSize) and fsyncs it. On failure the file is
+// truncated back to the previous batch end, so the failed batch cannot
+// reappear at replay; if even that fails the journal is broken and every
+// later batch fails too.
+func (j *journal) write(buf []byte, recs int, ops []*op) (Pos, error) {
+	if j.broken != nil {
+		return Pos{}, j.broken
+	}
+	j.seq++
+	putBatchHeader(buf, j.seq, recs, len(buf)-batchHeaderSize)
+	if j.off > fileHeaderSize && j.off+int64(len(buf)) > j.cfg.maxFileSize {
+		if err := j.rotate(); err != nil {
+			return Pos{}, err
+		}
+	}
+	j.preallocate(int64(len(buf)))
+	start := time.Now()
+	_, err := j.f.WriteAt(buf, j.off)
+	if err == nil && !j.cfg.noSync {
+		err = vfs.SyncData(j.f)
+	}
+	if err != nil {
+		j.rollback(err)
+		return Pos{}, fmt.Errorf("bookie: journal write: %w", err)
+	}
+	j.stats.syncNanos.Add(int64(time.Since(start)))
+	j.off += int64(len(buf))
+	j.stats.batches.Add(1)
+	j.stats.records.Add(int64(recs))
+	j.stats.bytes.Add(int64(len(buf)))
+	adds := 0
+	for _, o := range ops {
+		if o.kind == opAdd {
+			adds++
+		}
+	}
+	j.stats.adds.Add(int64(adds))
+	return Pos{File: j.fileID, Off: j.off}, nil
+}
+
+// preallocate extends the reserved space when the next write would pass
+// it. Failure is only logged: preallocation is an optimisation.
+func (j *journal) preallocate(n int64) {
+	if j.cfg.prealloc <= 0 || j.off+n <= j.preallocTo {
+		return
+	}
+	p, ok := j.f.(vfs.Preallocator)
+	if !ok {
+		return
+	}
+	to := max(j.off+n, j.preallocTo) + j.cfg.prealloc
+	if err := p.Preallocate(j.off, to-j.off); err != nil {
+		j.cfg.log.Warn("journal preallocation failed", "file", j.fileID, "err", err)
+		j.cfg.prealloc = 0
+		return
+	}
+	j.preallocTo = to
+}
+
+func (j *journal) rollback(cause error) {
+	err := j.f.Truncate(j.off)
+	if err == nil && !j.cfg.noSync {
+		err = j.f.Sync()
+	}
+	j.preallocTo = 0
+	if err != nil {
+		j.broken = fmt.Errorf("bookie: journal unusable after a failed write: %w", errors.Join(cause, err))
+		j.cfg.log.Error("journal broken", "file", j.fileID, "err", j.broken)
+	}
+}
+
+// rotate moves to a new journal file. The old one is complete and synced.
+func (j *journal) rotate() error {
+	f, err := j.createFile(j.fileID + 1)
+	if err != nil {
+		return err
+	}
+	old, oldOff := j.f, j.off
+	j.f, j.fileID, j.off, j.preallocTo = f, j.fileID+1, fileHeaderSize, 0
+	old.Truncate(oldOff) // drop preallocated space; the data is synced
+	old.Close()
+	j.stats.rotations.Add(1)
+	j.cfg.log.Debug("journal rotated", "file", j.fileID)
+	return nil
+}
+
+// close writes and acks what is pending, stops the writer and the acker
+// and closes the file.
+// Submits after close fail with ErrClosed. Not safe to call twice.
+func (j *journal) close() error {
+	j.mu.Lock()
+	j.closing = true
+	j.space.Broadcast()
+	select {
+	case j.kick <- struct{}{}:
+	default:
+	}
+	j.mu.Unlock()
+	<-j.done
+	if j.preallocTo > j.off {
+		j.f.Truncate(j.off)
+	}
+	return j.f.Close()
+}
+
+// purge removes the journal files before file id before (all older than
+// the checkpoint). Errors are logged; a file left behind is purged later.
+func (j *journal) purge(before uint64) {
+	names, err := j.cfg.fs.List(j.cfg.dir)
+	if err != nil {
+		j.cfg.log.Warn("journal purge: list", "err", err)
+		return
+	}
+	for _, n := range names {
+		if id, ok := parseIDFileName(n, journalExt); ok && id < before {
+			if err := j.cfg.fs.Remove(filepath.Join(j.cfg.dir, n)); err != nil {
+				j.cfg.log.Warn("journal purge: remove", "file", n, "err", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,310 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Add implements Storage. done runs exactly once: with nil after the
+// entry's journal batch is fsynced and the entry is readable, or with
+// ErrInvalid, ErrMasterKey, ErrFenced (not for Recovery adds), ErrReadOnly,
+// ErrClosed, or a journal I/O error (the batch's adds all fail; none is
+// acked). It may run before Add returns (on a refusal) or on the journal's
+// goroutine, so it must not block. Add blocks while the journal has more
+// than JournalMaxPendingBytes waiting (back-pressure).
+func (e *Engine) Add(req AddRequest, done func(error)) {
+	if done == nil {
+		done = func(error) {}
+	}
+	switch {
+	case req.LedgerID < 0 || req.EntryID < 0 || req.LAC < NoEntry:
+		done(fmt.Errorf("%w: ledger %d entry %d lac %d", ErrInvalid, req.LedgerID, req.EntryID, req.LAC))
+		return
+	case len(req.Payload) > e.cfg.MaxEntryBytes:
+		done(fmt.Errorf("%w: payload of %d bytes exceeds %d", ErrInvalid, len(req.Payload), e.cfg.MaxEntryBytes))
+		return
+	case e.closed.Load():
+		done(ErrClosed)
+		return
+	case e.readOnly():
+		done(ErrReadOnly)
+		return
+	}
+	if err := e.failure(); err != nil {
+		done(err)
+		return
+	}
+	rec := encodeEntry(req.LedgerID, req.EntryID, req.LAC, req.Payload)
+	o := &op{kind: opAdd, ledger: req.LedgerID, entry: req.EntryID, lac: req.LAC, rec: rec,
+		recCRC: recordCRC(recAdd, rec), done: done}
+	e.j.waitSpace()
+	e.mu.Lock()
+	st := e.ledgers[req.LedgerID]
+	if err := admit(st, req.MasterKey, false, req.Recovery); err != nil {
+		e.mu.Unlock()
+		done(err)
+		return
+	}
+	if st == nil {
+		st = newLedger(req.LedgerID, req.MasterKey)
+		e.ledgers[req.LedgerID] = st
+		o.newKey, o.key = true, st.key
+	}
+	o.st = st
+	err := e.j.submit(o)
+	e.mu.Unlock()
+	if err != nil {
+		done(err)
+	}
+}
+
+// Fence implements Storage: it marks the ledger fenced at once (later
+// non-recovery adds fail with ErrFenced), journals the fence and returns
+// the ledger's LAC after the fence record is fsynced; every add admitted
+// before the fence is acked by then. Errors: ErrInvalid, ErrMasterKey,
+// ErrClosed, journal I/O errors, or ctx's error (the fence may still
+// become durable). Fencing works on a read-only engine.
+func (e *Engine) Fence(ctx context.Context, ledgerID int64, masterKey []byte) (int64, error) {
+	if ledgerID < 0 {
+		return NoEntry, fmt.Errorf("%w: ledger %d", ErrInvalid, ledgerID)
+	}
+	if e.closed.Load() {
+		return NoEntry, ErrClosed
+	}
+	done := make(chan error, 1)
+	e.mu.Lock()
+	st := e.ledgers[ledgerID]
+	if err := admit(st, masterKey, true, false); err != nil {
+		e.mu.Unlock()
+		return NoEntry, err
+	}
+	if st == nil {
+		st = newLedger(ledgerID, masterKey)
+		e.ledgers[ledgerID] = st
+	}
+	st.fenced, st.dirty = true, true
+	o := &op{kind: opFence, ledger: ledgerID, key: st.key, st: st, done: func(err error) { done <- err }}
+	err := e.j.submit(o)
+	e.mu.Unlock()
+	if err != nil {
+		return NoEntry, err
+	}
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	e.mu.RLock()
+	lac := st.lac
+	e.mu.RUnlock()
+	if err != nil && !errors.Is(err, ctx.Err()) {
+		return NoEntry, err
+	}
+	return lac, err
+}
+
+// Read implements Storage: ErrNoLedger, ErrNoEntry, ErrCorrupt (the
+// stored bytes failed their check), ErrClosed or an I/O error.
+func (e *Engine) Read(ledgerID, entryID int64) (Entry, error) {
+	if err := e.enter(); err != nil {
+		return Entry{}, err
+	}
+	defer e.leave()
+	if !e.hasLedger(ledgerID) {
+		return Entry{}, ErrNoLedger
+	}
+	return e.readEntry(ledgerID, entryID)
+}
+
+// ReadRange implements Storage. The first entry is returned even if its
+// payload alone exceeds maxBytes; later ones only while the total stays
+// within it. On ErrCorrupt or an I/O error it returns the entries before
+// the failing one with the error.
+func (e *Engine) ReadRange(ledgerID, first, last int64, maxBytes int) ([]Entry, error) {
+	if err := e.enter(); err != nil {
+		return nil, err
+	}
+	defer e.leave()
+	if !e.hasLedger(ledgerID) {
+		return nil, ErrNoLedger
+	}
+	var out []Entry
+	total := 0
+	for id := max(first, 0); id <= last; id++ {
+		ent, err := e.readEntry(ledgerID, id)
+		if errors.Is(err, ErrNoEntry) {
+			break
+		}
+		if err != nil {
+			return out, err
+		}
+		if maxBytes > 0 && len(out) > 0 && total+len(ent.Payload) > maxBytes {
+			break
+		}
+		out = append(out, ent)
+		total += len(ent.Payload)
+		if (maxBytes > 0 && total >= maxBytes) || id == math.MaxInt64 {
+			break
+		}
+	}
+	return out, nil
+}
+
+func (e *Engine) hasLedger(id int64) bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.ledgers[id] != nil
+}
+
+// indexHidden reports whether a ledger's index data belongs to a deleted
+// incarnation still being removed.
+func (e *Engine) indexHidden(id int64) bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.deleting[id]
+}
+
+// readEntry looks in the write cache, then the index and entry logs. If
+// compaction retires the log between the lookup and the read, it looks
+// the entry up again (the index already points at the copy).
+func (e *Engine) readEntry(ledgerID, entryID int64) (Entry, error) {
+	const attempts = 8
+	for i := 0; ; i++ {
+		if rec, ok := e.cache.get(ledgerID, entryID); ok {
+			return decodeEntry(rec, ledgerID, entryID)
+		}
+		if entryID < 0 || e.indexHidden(ledgerID) {
+			return Entry{}, ErrNoEntry
+		}
+		loc, ok, err := e.ix.location(ledgerID, entryID)
+		if err != nil {
+			return Entry{}, err
+		}
+		if !ok {
+			return Entry{}, ErrNoEntry
+		}
+		ent, err := e.logs.read(loc, ledgerID, entryID)
+		if errors.Is(err, errLogGone) && i < attempts {
+			continue
+		}
+		return ent, err
+	}
+}
+
+// LAC implements Storage: the highest LAC piggybacked on a durable add,
+// or ErrNoLedger.
+func (e *Engine) LAC(ledgerID int64) (int64, error) {
+	if e.closed.Load() {
+		return NoEntry, ErrClosed
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	st := e.ledgers[ledgerID]
+	if st == nil {
+		return NoEntry, ErrNoLedger
+	}
+	return st.lac, nil
+}
+
+// WaitLAC implements Storage. It returns as soon as the ledger's LAC
+// exceeds after; ErrNoLedger if the ledger is unknown or deleted while
+// waiting; ErrClosed on Close; ctx's error (with the current LAC) when ctx
+// ends. It wakes on LAC changes only (no polling).
+func (e *Engine) WaitLAC(ctx context.Context, ledgerID int64, after int64) (int64, error) {
+	for {
+		if e.closed.Load() {
+			return NoEntry, ErrClosed
+		}
+		e.mu.Lock()
+		st := e.ledgers[ledgerID]
+		if st == nil {
+			e.mu.Unlock()
+			return NoEntry, ErrNoLedger
+		}
+		lac := st.lac
+		if lac > after {
+			e.mu.Unlock()
+			return lac, nil
+		}
+		ch := st.waitCh()
+		e.mu.Unlock()
+		select {
+		case <-ch:
+		case <-e.closing:
+			return lac, ErrClosed
+		case <-ctx.Done():
+			if cur, err := e.LAC(ledgerID); err == nil {
+				lac = cur
+			}
+			return lac, ctx.Err()
+		}
+	}
+}
+
+// DeleteLedger implements Storage: the delete is journaled (fsynced), the
+// ledger disappears from reads and listings, and its locations leave the
+// index; entry-log space returns with compaction. Errors: ErrNoLedger,
+// ErrClosed, I/O errors. Adds to the same ledger after the delete create
+// it anew.
+func (e *Engine) DeleteLedger(ledgerID int64) error {
+	if err := e.enter(); err != nil {
+		return err
+	}
+	defer e.leave()
+	e.flushMu.Lock()
+	defer e.flushMu.Unlock()
+	if err := e.failure(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	e.mu.Lock()
+	st := e.ledgers[ledgerID]
+	if st == nil {
+		e.mu.Unlock()
+		return ErrNoLedger
+	}
+	delete(e.ledgers, ledgerID)
+	e.deleting[ledgerID] = true
+	st.wake()
+	err := e.j.submit(&op{kind: opDelete, ledger: ledgerID, st: st, done: func(err error) { done <- err }})
+	e.mu.Unlock()
+	if err == nil {
+		err = <-done
+	}
+	if h := e.hooks.afterDeleteLog; h != nil && err == nil {
+		h()
+	}
+	if err == nil {
+		err = e.deleteIndexed([]int64{ledgerID})
+	}
+	e.mu.Lock()
+	delete(e.deleting, ledgerID)
+	if err != nil && e.ledgers[ledgerID] == nil {
+		e.ledgers[ledgerID] = st
+	}
+	e.mu.Unlock()
+	return err
+}
+
+// Ledgers implements Storage.
+func (e *Engine) Ledgers() []LedgerInfo {
+	e.mu.RLock()
+	out := make([]LedgerInfo, 0, len(e.ledgers))
+	for _, st := range e.ledgers {
+		out = append(out, st.info())
+	}
+	e.mu.RUnlock()
+	slices.SortFunc(out, func(a, b LedgerInfo) int {
+		switch {
+		case a.LedgerID < b.LedgerID:
+			return -1
+		case a.LedgerID > b.LedgerID:
+			return 1
+		}
+		return 0
+	})
+	return out
+}

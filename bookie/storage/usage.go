@@ -1,0 +1,108 @@
+package storage
+
+import (
+	"path/filepath"
+	"time"
+)
+
+// readOnly reports whether adds are refused: the disk passed
+// ReadOnlyThreshold, or SetReadOnly(true).
+func (e *Engine) readOnly() bool { return e.readOnlyDisk.Load() || e.readOnlyAdmin.Load() }
+
+// SetReadOnly forces the engine read-only (true) or lifts that (false);
+// the disk-usage check applies independently.
+func (e *Engine) SetReadOnly(ro bool) { e.readOnlyAdmin.Store(ro) }
+
+// checkDisk re-reads the disk's usage and updates the read-only state.
+func (e *Engine) checkDisk() {
+	ds, err := e.cfg.DiskSpace(e.cfg.Dir)
+	if err != nil {
+		e.log.Warn("disk space check failed", "err", err)
+		return
+	}
+	ro := ds.UsedFraction() > e.cfg.ReadOnlyThreshold
+	if e.readOnlyDisk.Swap(ro) != ro {
+		e.log.Warn("disk usage threshold crossed", "read_only", ro, "used_fraction", ds.UsedFraction(),
+			"threshold", e.cfg.ReadOnlyThreshold)
+	}
+}
+
+// Usage implements Storage. It re-checks the disk, so the read-only
+// state it reports is current.
+func (e *Engine) Usage() Usage {
+	var u Usage
+	if ds, err := e.cfg.DiskSpace(e.cfg.Dir); err == nil {
+		u.FreeBytes, u.TotalBytes = ds.Free, ds.Total
+	}
+	e.checkDisk()
+	u.ReadOnly = e.readOnly()
+	u.UsedBytes = e.dirBytes(e.journalDir) + e.dirBytes(e.logDir)
+	if e.enter() == nil {
+		u.UsedBytes += int64(e.ix.db.Metrics().DiskSpaceUsage())
+		e.leave()
+	}
+	return u
+}
+
+// dirBytes sums the sizes of the files in dir.
+func (e *Engine) dirBytes(dir string) int64 {
+	names, err := e.cfg.FS.List(dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, name := range names {
+		if st, err := e.cfg.FS.Stat(filepath.Join(dir, name)); err == nil && !st.IsDir() {
+			n += st.Size()
+		}
+	}
+	return n
+}
+
+// Stats are cumulative counters of an engine since Open.
+type Stats struct {
+	JournalBatches   int64         // group commits (one write + one fsync each)
+	JournalRecords   int64         // records journaled (adds, fences, keys, deletes)
+	JournalAdds      int64         // adds journaled
+	JournalBytes     int64         // bytes written to the journal
+	JournalSyncTime  time.Duration // time in journal write+fsync
+	JournalRotations int64
+	Flushes          int64 // write-cache flushes that wrote something
+	FlushedEntries   int64
+	Compaction       CompactStats // summed over every compaction
+	EntryLogs        int          // entry logs on disk
+	Checkpoint       Pos          // journal position the index is complete up to
+}
+
+// AvgBatchAdds is the mean number of adds per journal batch.
+func (s Stats) AvgBatchAdds() float64 {
+	if s.JournalBatches == 0 {
+		return 0
+	}
+	return float64(s.JournalAdds) / float64(s.JournalBatches)
+}
+
+// Stats returns the engine's counters. It may wait for a running flush.
+func (e *Engine) Stats() Stats {
+	js := &e.j.stats
+	s := Stats{
+		JournalBatches:   js.batches.Load(),
+		JournalRecords:   js.records.Load(),
+		JournalAdds:      js.adds.Load(),
+		JournalBytes:     js.bytes.Load(),
+		JournalSyncTime:  time.Duration(js.syncNanos.Load()),
+		JournalRotations: js.rotations.Load(),
+		Flushes:          e.flushes.Load(),
+		FlushedEntries:   e.flushedEntries.Load(),
+	}
+	e.compactStats.Lock()
+	s.Compaction = e.compactStats.CompactStats
+	e.compactStats.Unlock()
+	e.logs.mu.Lock()
+	s.EntryLogs = len(e.logs.meta)
+	e.logs.mu.Unlock()
+	e.flushMu.Lock()
+	s.Checkpoint = e.checkpoint
+	e.flushMu.Unlock()
+	return s
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stratamesh/strata/internal/adminclient"
+	"github.com/stratamesh/strata/internal/meshfile"
+	"github.com/stratamesh/strata/region"
+)
+
+// adminFlags are shared by every `strata admin` command.
+type adminFlags struct {
+	url, dataDir, region string
+	json                 bool
+	timeout              time.Duration
+}
+
+func (f *adminFlags) register(cmd *cobra.Command) {
+	p := cmd.PersistentFlags()
+	p.StringVar(&f.url, "url", "", "admin URL of a node to ask (default: nodes from <data-dir>/mesh.json)")
+	p.StringVar(&f.dataDir, "data-dir", "", "data directory of a running `strata up` (default ./strata-data)")
+	p.StringVar(&f.region, "region", "", "only this region (default: every region)")
+	p.BoolVar(&f.json, "json", false, "print the API's JSON unchanged")
+	p.DurationVar(&f.timeout, "timeout", 5*time.Second, "how long to wait for an answer")
+}
+
+// targets lists, per region, the admin URLs to try.
+func (f *adminFlags) targets() (map[string][]string, []string, error) {
+	if f.url != "" {
+		return map[string][]string{f.region: {f.url}}, []string{f.region}, nil
+	}
+	mf, err := meshfile.Read(dataDirOr(f.dataDir, nil))
+	if err != nil {
+		return nil, nil, err
+	}
+	return adminclient.Targets(mf, f.region)
+}
+
+func newAdmin() *cobra.Command {
+	var flags adminFlags
+	cmd := &cobra.Command{
+		Use:   "admin",
+		Short: "Inspect and manage a running mesh through its admin API",
+	}
+	flags.register(cmd)
+	bookies := &cobra.Command{Use: "bookies", Aliases: []string{"bookie"}, Short: "Bookies of each region"}
+	bookies.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List each region's registered bookies: id, instance, address, read-only, disk",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			urls, order, err := flags.targets()
+			if err != nil {
+				return err
+			}
+			client := &http.Client{Timeout: flags.timeout}
+			type answer struct {
+				Region  string              `json:"region"`
+				Bookies []region.BookieView `json:"bookies"`
+			}
+			var all []answer
+			for _, r := range order {
+				ctx, cancel := context.WithTimeout(cmd.Context(), flags.timeout*time.Duration(max(1, len(urls[r]))))
+				var a answer
+				err := adminclient.GetFirst(ctx, client, urls[r], "/admin/v1/bookies", &a)
+				cancel()
+				if err != nil {
+					return fmt.Errorf("region %s: %w", r, err)
+				}
+				all = append(all, a)
+			}
+			if flags.json {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(all)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "REGION\tID\tINSTANCE\tADDRESS\tREAD-ONLY\tFREE\tTOTAL")
+			for _, a := range all {
+				for _, b := range a.Bookies {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%d\t%d\n", a.Region, b.ID, b.Instance, b.Address, b.ReadOnly, b.FreeBytes, b.TotalBytes)
+				}
+			}
+			return tw.Flush()
+		},
+	})
+	cmd.AddCommand(bookies)
+	return cmd
+}

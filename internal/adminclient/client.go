@@ -1,0 +1,106 @@
+package adminclient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/stratamesh/strata/internal/adminhttp"
+	"github.com/stratamesh/strata/internal/meshfile"
+)
+
+// Target is one admin endpoint to ask, for one region ("" when the region
+// is not known, as with an explicit --url).
+type Target struct {
+	Region string
+	URL    string // base URL, e.g. http://127.0.0.1:18001
+}
+
+// Targets returns, for each region of f (or only the named one), the admin
+// URLs of its nodes in mesh.json order, so that a caller can fall back
+// from a dead node to the next. It fails when region names no region of f.
+func Targets(f *meshfile.File, region string) (map[string][]string, []string, error) {
+	urls := map[string][]string{}
+	var order []string
+	for _, r := range f.Regions {
+		if region != "" && r.Name != region {
+			continue
+		}
+		order = append(order, r.Name)
+		for _, n := range r.Nodes {
+			if n.Admin != "" && n.Exited == "" {
+				urls[r.Name] = append(urls[r.Name], n.Admin)
+			}
+		}
+	}
+	if region != "" && len(order) == 0 {
+		return nil, nil, fmt.Errorf("adminclient: mesh %s has no region %q", f.Mesh, region)
+	}
+	return urls, order, nil
+}
+
+// GetFirst GETs path from the first of urls that answers and decodes the
+// JSON answer into v. An API error answer (4xx/5xx with the error shape)
+// is returned as an error naming its code; a node that does not answer is
+// skipped.
+func GetFirst(ctx context.Context, client *http.Client, urls []string, path string, v any) error {
+	if len(urls) == 0 {
+		return fmt.Errorf("adminclient: no node to ask for %s", path)
+	}
+	var last error
+	for _, u := range urls {
+		err := Get(ctx, client, u, path, v)
+		if err == nil {
+			return nil
+		}
+		if _, ok := err.(*APIError); ok {
+			return err
+		}
+		last = err
+	}
+	return fmt.Errorf("adminclient: no node answered %s: %w", path, last)
+}
+
+// APIError is an error answer of the admin API.
+type APIError struct {
+	Status int
+	adminhttp.ErrorDetail
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("admin API: %d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// Get GETs base+path and decodes a 200 JSON answer into v.
+func Get(ctx context.Context, client *http.Client, base, path string, v any) error {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		var eb adminhttp.ErrorBody
+		if json.Unmarshal(body, &eb) == nil && eb.Error.Code != "" {
+			return &APIError{Status: resp.StatusCode, ErrorDetail: eb.Error}
+		}
+		return &APIError{Status: resp.StatusCode, ErrorDetail: adminhttp.ErrorDetail{Code: "http_error", Message: strings.TrimSpace(string(body))}}
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("adminclient: %s%s: %w", base, path, err)
+	}
+	return nil
+}

@@ -1,0 +1,52 @@
+//go:build linux
+
+package vfs
+
+import (
+	"io/fs"
+	"syscall"
+)
+
+func osDiskSpace(dir string) (DiskSpace, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return DiskSpace{}, err
+	}
+	bs := int64(st.Bsize)
+	return DiskSpace{Total: int64(st.Blocks) * bs, Free: int64(st.Bavail) * bs}, nil
+}
+
+// Preallocate reserves [off, off+length) with fallocate(FALLOC_FL_KEEP_SIZE),
+// so the file's size does not change and readers see no zeros.
+func (f osFile) Preallocate(off, length int64) error {
+	const fallocKeepSize = 0x1
+	return f.control("fallocate", func(fd int) error { return syscall.Fallocate(fd, fallocKeepSize, off, length) })
+}
+
+// SyncData calls fdatasync(2).
+func (f osFile) SyncData() error {
+	return f.control("fdatasync", syscall.Fdatasync)
+}
+
+// control runs op on the file's descriptor, retrying on EINTR.
+func (f osFile) control(name string, op func(fd int) error) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var opErr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			opErr = op(int(fd))
+			if opErr != syscall.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	if opErr != nil {
+		return &fs.PathError{Op: name, Path: f.Name(), Err: opErr}
+	}
+	return nil
+}

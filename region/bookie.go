@@ -1,0 +1,99 @@
+package region
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strconv"
+
+	"github.com/stratamesh/strata/bookie"
+	"github.com/stratamesh/strata/bookie/storage"
+	"github.com/stratamesh/strata/internal/adminhttp"
+)
+
+// BookieView is a bookie's state as the admin API reports it
+// (GET /admin/v1/bookie on a bookie node, and each row of
+// GET /admin/v1/bookies).
+type BookieView struct {
+	ID         string `json:"id"`
+	Instance   string `json:"instance"`
+	Address    string `json:"address"` // gRPC, host:port
+	ReadOnly   bool   `json:"read_only"`
+	UsedBytes  int64  `json:"used_bytes,omitempty"`
+	FreeBytes  int64  `json:"free_bytes"`
+	TotalBytes int64  `json:"total_bytes"`
+	Ledgers    int    `json:"ledgers"`
+	// Registered is true when the bookie's registration is in etcd (only
+	// in the region-wide list).
+	Registered bool `json:"registered"`
+}
+
+// startBookie runs the bookie role: cookie, storage engine (under the
+// node's data dir), gRPC service on the node's grpc_port, registration
+// under bookies/<id>.
+func (n *Node) startBookie(ctx context.Context) error {
+	dir := n.dir()
+	b, err := withPort(n.spec.GRPCPort, n.ports.GRPC, func(port int) (*bookie.Bookie, error) {
+		return n.runBookie(ctx, dir, port)
+	})
+	if err != nil {
+		return err
+	}
+	n.bookie = b
+	n.goLoop(func() {
+		select {
+		case <-n.stop:
+		case err := <-b.Fatal():
+			n.fail(err)
+		}
+	})
+	return nil
+}
+
+func (n *Node) runBookie(ctx context.Context, dir string, port int) (*bookie.Bookie, error) {
+	return bookie.StartBookie(ctx, bookie.BookieConfig{
+		ID:              n.cfg.ID,
+		DataDir:         dir,
+		ListenAddr:      net.JoinHostPort(n.host(), strconv.Itoa(port)),
+		Meta:            n.store,
+		Logger:          n.logger,
+		RegistrationTTL: n.cfg.RegistrationTTL,
+		OpenStorage: func(context.Context) (storage.Storage, error) {
+			sc := storage.DefaultConfig()
+			sc.Dir = dir
+			sc.Logger = n.logger.With("component", "storage")
+			return storage.Open(sc)
+		},
+	})
+}
+
+// localBookie is this bookie node's own view.
+func (n *Node) localBookie() BookieView {
+	i := n.bookie.Info()
+	return BookieView{ID: i.BookieID, Instance: i.Instance, Address: i.Address, ReadOnly: i.ReadOnly,
+		UsedBytes: i.UsedBytes, FreeBytes: i.FreeBytes, TotalBytes: i.TotalBytes, Ledgers: i.NumLedgers, Registered: true}
+}
+
+// bookieRoutes mounts GET /admin/v1/bookie (bookie nodes: their own
+// state) and GET /admin/v1/bookies (every node: the region's registered
+// bookies, from etcd).
+func (n *Node) bookieRoutes(s *adminhttp.Server) {
+	if n.spec.Role == "bookie" {
+		s.Handle("GET /admin/v1/bookie", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			adminhttp.WriteJSON(w, http.StatusOK, n.localBookie())
+		}))
+	}
+	s.Handle("GET /admin/v1/bookies", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		regs, err := bookie.ListRegistrations(r.Context(), n.store)
+		if err != nil {
+			adminhttp.WriteError(w, http.StatusServiceUnavailable, "metadata_unavailable", err.Error(), "")
+			return
+		}
+		out := make([]BookieView, 0, len(regs))
+		for _, g := range regs {
+			out = append(out, BookieView{ID: g.ID, Instance: g.Instance, Address: g.Address, ReadOnly: g.ReadOnly,
+				FreeBytes: g.FreeBytes, TotalBytes: g.TotalBytes, Registered: true})
+		}
+		adminhttp.WriteJSON(w, http.StatusOK, map[string]any{"region": n.cfg.Region, "bookies": out})
+	}))
+}
