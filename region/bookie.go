@@ -2,9 +2,12 @@ package region
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"strconv"
+
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/stratamesh/strata/bookie"
 	"github.com/stratamesh/strata/bookie/storage"
@@ -26,6 +29,19 @@ type BookieView struct {
 	// Registered is true when the bookie's registration is in etcd (only
 	// in the region-wide list).
 	Registered bool `json:"registered"`
+	// Journal is the journal's group-commit counters since start (own
+	// view only).
+	Journal *JournalStats `json:"journal,omitempty"`
+}
+
+// JournalStats counts the journal's group commits since the bookie
+// started: Batches write+fsync rounds carrying Adds entries and Bytes
+// bytes, which spent SyncSeconds in write+fsync.
+type JournalStats struct {
+	Batches     int64   `json:"batches"`
+	Adds        int64   `json:"adds"`
+	Bytes       int64   `json:"bytes"`
+	SyncSeconds float64 `json:"sync_seconds"`
 }
 
 // startBookie runs the bookie role: cookie, storage engine (under the
@@ -62,7 +78,12 @@ func (n *Node) runBookie(ctx context.Context, dir string, port int) (*bookie.Boo
 			sc := storage.DefaultConfig()
 			sc.Dir = dir
 			sc.Logger = n.logger.With("component", "storage")
-			return storage.Open(sc)
+			e, err := storage.Open(sc)
+			if err != nil {
+				return nil, err
+			}
+			n.engine = e
+			return e, nil
 		},
 	})
 }
@@ -70,8 +91,33 @@ func (n *Node) runBookie(ctx context.Context, dir string, port int) (*bookie.Boo
 // localBookie is this bookie node's own view.
 func (n *Node) localBookie() BookieView {
 	i := n.bookie.Info()
+	st := n.engine.Stats()
 	return BookieView{ID: i.BookieID, Instance: i.Instance, Address: i.Address, ReadOnly: i.ReadOnly,
-		UsedBytes: i.UsedBytes, FreeBytes: i.FreeBytes, TotalBytes: i.TotalBytes, Ledgers: i.NumLedgers, Registered: true}
+		UsedBytes: i.UsedBytes, FreeBytes: i.FreeBytes, TotalBytes: i.TotalBytes, Ledgers: i.NumLedgers, Registered: true,
+		Journal: &JournalStats{Batches: st.JournalBatches, Adds: st.JournalAdds, Bytes: st.JournalBytes, SyncSeconds: st.JournalSyncTime.Seconds()}}
+}
+
+// registerBookieMetrics exports the journal's group-commit counters:
+// strata.bookie.journal.batches, .adds, .bytes and .sync (seconds in
+// write+fsync), from which batch size and fsync latency follow.
+func registerBookieMetrics(n *Node) error {
+	m := n.tel.Meter("github.com/stratamesh/strata/bookie")
+	batches, err1 := m.Int64ObservableCounter("strata.bookie.journal.batches", metric.WithDescription("journal group commits (one write+fsync each)"))
+	adds, err2 := m.Int64ObservableCounter("strata.bookie.journal.adds", metric.WithDescription("entries journaled"))
+	bytes, err3 := m.Int64ObservableCounter("strata.bookie.journal.bytes", metric.WithUnit("By"), metric.WithDescription("bytes written to the journal"))
+	sync, err4 := m.Float64ObservableCounter("strata.bookie.journal.sync", metric.WithUnit("s"), metric.WithDescription("time spent in journal write+fsync"))
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return err
+	}
+	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		st := n.engine.Stats()
+		o.ObserveInt64(batches, st.JournalBatches)
+		o.ObserveInt64(adds, st.JournalAdds)
+		o.ObserveInt64(bytes, st.JournalBytes)
+		o.ObserveFloat64(sync, st.JournalSyncTime.Seconds())
+		return nil
+	}, batches, adds, bytes, sync)
+	return err
 }
 
 // bookieRoutes mounts GET /admin/v1/bookie (bookie nodes: their own

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stratamesh/strata/bookie"
+	"github.com/stratamesh/strata/bookie/storage"
 	"github.com/stratamesh/strata/internal/adminhttp"
 	"github.com/stratamesh/strata/internal/gossip"
 	"github.com/stratamesh/strata/internal/meshfile"
@@ -38,6 +39,7 @@ type Node struct {
 	tel      *telemetry.Telemetry
 	reg      *registration
 	bookie   *bookie.Bookie  // bookies only
+	engine   *storage.Engine // bookies only: the bookie\'s storage
 	joins    []func()        // pool joins, run after registration
 	ports    rememberedPorts // ports bound last time (ports.json)
 
@@ -148,6 +150,11 @@ func (n *Node) start(ctx context.Context) error {
 				n.fail(fmt.Errorf("embedded etcd: %w", err))
 			}
 		})
+	}
+	if n.engine != nil {
+		if err := registerBookieMetrics(n); err != nil {
+			return err
+		}
 	}
 	return registerMetrics(n)
 }

@@ -111,6 +111,9 @@ func TestRegionNodes(t *testing.T) {
 		t.Fatalf("members view = %+v (%v)", mv, err)
 	}
 
+	if _, bm := httpGet(t, bookie.Endpoints().Admin+"/metrics"); !strings.Contains(bm, "strata_bookie_journal_batches_total") {
+		t.Fatalf("bookie metrics lack the journal counters:\n%.1500s", bm)
+	}
 	checkRoutes(t, bookie)
 	checkRoutes(t, broker)
 	_, bv := httpGet(t, bookie.Endpoints().Admin+"/admin/v1/bookie")

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -116,6 +117,7 @@ type Embedded struct {
 
 	errc    chan error
 	closing chan struct{}
+	quiet   *atomic.Bool // set by Close: etcd's shutdown errors are expected
 	once    sync.Once
 	wg      sync.WaitGroup
 }
@@ -130,7 +132,8 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("meta: embedded: %w", err)
 	}
-	ec := etcdConfig(cfg)
+	quiet := new(atomic.Bool)
+	ec := etcdConfig(cfg, quiet)
 	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
 	defer cancel()
 
@@ -149,6 +152,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		peerURL:   "http://" + etcd.Peers[0].Addr().String(),
 		errc:      make(chan error, 4),
 		closing:   make(chan struct{}),
+		quiet:     quiet,
 	}
 	// ctx first: a select among ready cases picks at random.
 	if err := ctx.Err(); err != nil {
@@ -173,7 +177,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 }
 
 // etcdConfig translates cfg into etcd's configuration.
-func etcdConfig(cfg EmbeddedConfig) *embed.Config {
+func etcdConfig(cfg EmbeddedConfig, quiet *atomic.Bool) *embed.Config {
 	ec := embed.NewConfig()
 	ec.Name = cfg.Name
 	ec.Dir = cfg.Dir
@@ -188,7 +192,7 @@ func etcdConfig(cfg EmbeddedConfig) *embed.Config {
 	// The gateway would dial the listen address, port 0 included; we only
 	// speak gRPC anyway.
 	ec.EnableGRPCGateway = false
-	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newZapLogger(cfg.Logger, "etcd"))
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newQuietableZapLogger(cfg.Logger, "etcd", quiet))
 	if cfg.Fast {
 		ec.TickMs = 10
 		ec.ElectionMs = 100
@@ -254,6 +258,7 @@ func (e *Embedded) Err() <-chan error { return e.errc }
 func (e *Embedded) Close() error {
 	e.once.Do(func() {
 		close(e.closing)
+		e.quiet.Store(true)
 		e.etcd.Close()
 		e.wg.Wait()
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sort"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -15,6 +16,14 @@ import (
 // warnings (slow applies, failing endpoints, lost leader) are what an operator
 // of Strata needs to see.
 func newZapLogger(lg *slog.Logger, component string) *zap.Logger {
+	return newQuietableZapLogger(lg, component, nil)
+}
+
+// newQuietableZapLogger is newZapLogger whose records are demoted to debug
+// level once quiet is set: an embedded etcd that is being closed logs its
+// listeners' shutdown as errors, which are expected then and only alarm an
+// operator.
+func newQuietableZapLogger(lg *slog.Logger, component string, quiet *atomic.Bool) *zap.Logger {
 	if lg == nil {
 		return zap.NewNop()
 	}
@@ -22,6 +31,7 @@ func newZapLogger(lg *slog.Logger, component string) *zap.Logger {
 		h:     lg.Handler(),
 		min:   zapcore.WarnLevel,
 		attrs: []slog.Attr{slog.String("component", component)},
+		quiet: quiet,
 	}
 	return zap.New(core)
 }
@@ -31,6 +41,7 @@ type slogCore struct {
 	h     slog.Handler
 	min   zapcore.Level
 	attrs []slog.Attr
+	quiet *atomic.Bool // nil: never quiet
 }
 
 func (c *slogCore) Enabled(l zapcore.Level) bool {
@@ -41,7 +52,7 @@ func (c *slogCore) With(fields []zapcore.Field) zapcore.Core {
 	attrs := make([]slog.Attr, 0, len(c.attrs)+len(fields))
 	attrs = append(attrs, c.attrs...)
 	attrs = append(attrs, fieldAttrs(fields)...)
-	return &slogCore{h: c.h, min: c.min, attrs: attrs}
+	return &slogCore{h: c.h, min: c.min, attrs: attrs, quiet: c.quiet}
 }
 
 func (c *slogCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
@@ -52,7 +63,14 @@ func (c *slogCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.Che
 }
 
 func (c *slogCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
-	r := slog.NewRecord(e.Time, slogLevel(e.Level), e.Message, 0)
+	level := slogLevel(e.Level)
+	if c.quiet != nil && c.quiet.Load() {
+		level = slog.LevelDebug
+		if !c.h.Enabled(context.Background(), level) {
+			return nil
+		}
+	}
+	r := slog.NewRecord(e.Time, level, e.Message, 0)
 	r.AddAttrs(c.attrs...)
 	if e.LoggerName != "" {
 		r.AddAttrs(slog.String("logger", e.LoggerName))

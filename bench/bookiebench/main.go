@@ -1,0 +1,212 @@
+// Command bookiebench measures one bookie process end to end: pipelined
+// adds of fixed-size entries over gRPC with fsync on (the default), as
+// adds/s and p50/p99/p999 latency, and, in the same run and on the same
+// disk, the raw write+fsync throughput with batches of the same size (the
+// physical limit). Run it through bench/bookie.sh.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/stratamesh/strata/bookie"
+	"github.com/stratamesh/strata/bookie/storage"
+	"github.com/stratamesh/strata/internal/adminclient"
+	"github.com/stratamesh/strata/internal/meshfile"
+	"github.com/stratamesh/strata/region"
+)
+
+const topology = `mesh: bench
+regions:
+  - name: solo
+    brokers: 1
+    bookies: 1
+    ledger: {ensemble: 1, write_quorum: 1, ack_quorum: 1}
+`
+
+func main() {
+	strata := flag.String("strata", "bin/strata", "the strata binary")
+	n := flag.Int("n", 100000, "adds to send")
+	size := flag.Int("size", 1024, "entry payload size in bytes")
+	window := flag.Int("window", 256, "adds in flight")
+	dir := flag.String("dir", "", "data directory (default: a new temporary one, removed after)")
+	flag.Parse()
+	if err := run(*strata, *dir, *n, *size, *window); err != nil {
+		fmt.Fprintln(os.Stderr, "bookiebench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(strata, dir string, n, size, window int) error {
+	if dir == "" {
+		d, err := os.MkdirTemp(".", "bookiebench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	topo := filepath.Join(dir, "bench.yaml")
+	if err := os.WriteFile(topo, []byte(topology), 0o644); err != nil {
+		return err
+	}
+	common := []string{"node", "--topology", topo, "--region", "solo", "--data-dir", filepath.Join(dir, "data"), "--gossip", "loopback", "--log-level", "error"}
+	metaNode, err := startNode(strata, append(common, "--id", "meta"))
+	if err != nil {
+		return err
+	}
+	defer stop(metaNode.cmd)
+	k1, err := startNode(strata, append(common, "--id", "k1", "--etcd", metaNode.report.Etcd, "--join", metaNode.report.SerfLAN))
+	if err != nil {
+		return err
+	}
+	defer stop(k1.cmd)
+
+	rate, lat, err := addLoad(k1.report.GRPC, n, size, window)
+	if err != nil {
+		return err
+	}
+	var view region.BookieView
+	if err := adminclient.Get(context.Background(), nil, k1.report.Admin, "/admin/v1/bookie", &view); err != nil {
+		return err
+	}
+	j := view.Journal
+	batch := max(1, int(float64(j.Adds)/float64(max(1, j.Batches))+0.5))
+	// The same number of write+fsync rounds the journal did, at its mean
+	// batch size (bounded so the raw run stays short).
+	raw, err := rawWriteFsync(filepath.Join(dir, "raw"), size, batch, int(min(j.Batches, 20000)))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("bookie process, %d adds of %d B, %d in flight, fsync on\n", n, size, window)
+	fmt.Printf("  adds/s %.0f   p50 %v   p99 %v   p999 %v\n", rate, pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999))
+	fmt.Printf("  journal: %d group commits, mean %d adds each, %.0f µs write+fsync each\n",
+		j.Batches, batch, j.SyncSeconds*1e6/float64(max(1, j.Batches)))
+	fmt.Printf("raw write+fsync on the same disk, batches of %d x %d B\n", batch, size)
+	fmt.Printf("  entries/s %.0f   (%.0f write+fsync/s)\n", raw, raw/float64(batch))
+	fmt.Printf("ratio bookie/raw: %.2f\n", rate/raw)
+	return nil
+}
+
+type node struct {
+	cmd    *exec.Cmd
+	report meshfile.Node
+}
+
+func startNode(strata string, args []string) (*node, error) {
+	cmd := exec.Command(strata, args...)
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		stop(cmd)
+		return nil, fmt.Errorf("%v: no report", args)
+	}
+	var rep meshfile.Node
+	if err := json.Unmarshal(sc.Bytes(), &rep); err != nil {
+		stop(cmd)
+		return nil, err
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	return &node{cmd: cmd, report: rep}, nil
+}
+
+func stop(cmd *exec.Cmd) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+}
+
+// addLoad sends n adds with at most window in flight and returns adds/s
+// and each add's latency (send to acknowledgement).
+func addLoad(addr string, n, size, window int) (float64, []time.Duration, error) {
+	ctx := context.Background()
+	c, err := bookie.Dial(ctx, addr, bookie.DialOptions{})
+	if err != nil {
+		return 0, nil, err
+	}
+	defer c.Close()
+	s, err := c.NewAddStream(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	payload := make([]byte, size)
+	lat := make([]time.Duration, n)
+	slots := make(chan struct{}, window)
+	var mu sync.Mutex
+	var firstErr error
+	start := time.Now()
+	for e := 0; e < n; e++ {
+		slots <- struct{}{}
+		sent := time.Now()
+		req := storage.AddRequest{LedgerID: 1, EntryID: int64(e), LAC: int64(e) - 1, MasterKey: []byte("bench"), Payload: payload}
+		if err := s.Send(req, func(err error) {
+			lat[req.EntryID] = time.Since(sent)
+			if err != nil {
+				mu.Lock()
+				firstErr = err
+				mu.Unlock()
+			}
+			<-slots
+		}); err != nil {
+			return 0, nil, err
+		}
+	}
+	if err := s.Close(ctx); err != nil {
+		return 0, nil, err
+	}
+	elapsed := time.Since(start)
+	if firstErr != nil {
+		return 0, nil, firstErr
+	}
+	return float64(n) / elapsed.Seconds(), lat, nil
+}
+
+// rawWriteFsync appends batches of window entries of size bytes to a file
+// and fsyncs after each, for rounds batches; it returns entries/s.
+func rawWriteFsync(dir string, size, window, rounds int) (float64, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, err
+	}
+	f, err := os.Create(filepath.Join(dir, "raw.log"))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, size*window)
+	start := time.Now()
+	for i := 0; i < rounds; i++ {
+		if _, err := f.Write(buf); err != nil {
+			return 0, err
+		}
+		if err := f.Sync(); err != nil {
+			return 0, err
+		}
+	}
+	return float64(rounds*window) / time.Since(start).Seconds(), nil
+}
+
+func pct(lat []time.Duration, p float64) time.Duration {
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(p*float64(len(s))))].Round(time.Microsecond)
+}
