@@ -9,42 +9,77 @@ import (
 // and entry id, and the journal position up to which every durable record
 // is reflected in it (and in the ledger table).
 type cacheGen struct {
-	ledgers map[int64]map[int64][]byte
+	ledgers map[int64]*ledgerCache
 	bytes   int64 // sum of stored-entry sizes
 	count   int
 	end     Pos
 }
 
+// ledgerCache holds one ledger's entries sorted by id. Adds almost always
+// come in id order, so put is an append; a rewrite or an out-of-order add
+// is a binary search (and, rarely, an insertion).
+type ledgerCache struct {
+	ids  []int64
+	recs [][]byte
+}
+
+func (c *ledgerCache) find(entry int64) (int, bool) {
+	n := len(c.ids)
+	if n > 0 && c.ids[n-1] == entry {
+		return n - 1, true
+	}
+	if n == 0 || entry > c.ids[n-1] {
+		return n, false
+	}
+	return slices.BinarySearch(c.ids, entry)
+}
+
 func newGen(end Pos) *cacheGen {
-	return &cacheGen{ledgers: map[int64]map[int64][]byte{}, end: end}
+	return &cacheGen{ledgers: map[int64]*ledgerCache{}, end: end}
 }
 
 func (g *cacheGen) get(ledger, entry int64) ([]byte, bool) {
-	rec, ok := g.ledgers[ledger][entry]
-	return rec, ok
+	c := g.ledgers[ledger]
+	if c == nil {
+		return nil, false
+	}
+	if i, ok := c.find(entry); ok {
+		return c.recs[i], true
+	}
+	return nil, false
 }
 
 func (g *cacheGen) put(ledger, entry int64, rec []byte) {
-	m := g.ledgers[ledger]
-	if m == nil {
-		m = map[int64][]byte{}
-		g.ledgers[ledger] = m
+	c := g.ledgers[ledger]
+	if c == nil {
+		c = &ledgerCache{}
+		g.ledgers[ledger] = c
 	}
-	if old, ok := m[entry]; ok {
-		g.bytes -= int64(len(old))
+	i, ok := c.find(entry)
+	switch {
+	case ok:
+		g.bytes -= int64(len(c.recs[i]))
 		g.count--
+		c.recs[i] = rec
+	case i == len(c.ids):
+		c.ids = append(c.ids, entry)
+		c.recs = append(c.recs, rec)
+	default:
+		c.ids = slices.Insert(c.ids, i, entry)
+		c.recs = slices.Insert(c.recs, i, rec)
 	}
-	m[entry] = rec
 	g.bytes += int64(len(rec))
 	g.count++
 }
 
 func (g *cacheGen) dropLedger(ledger int64) {
-	for _, rec := range g.ledgers[ledger] {
-		g.bytes -= int64(len(rec))
-		g.count--
+	if c := g.ledgers[ledger]; c != nil {
+		for _, rec := range c.recs {
+			g.bytes -= int64(len(rec))
+		}
+		g.count -= len(c.recs)
+		delete(g.ledgers, ledger)
 	}
-	delete(g.ledgers, ledger)
 }
 
 // cachedEntry is one entry of a generation, for flushing.
@@ -55,27 +90,18 @@ type cachedEntry struct {
 
 // sorted returns the generation's entries sorted by (ledger, entry).
 func (g *cacheGen) sorted() []cachedEntry {
+	ids := make([]int64, 0, len(g.ledgers))
+	for l := range g.ledgers {
+		ids = append(ids, l)
+	}
+	slices.Sort(ids)
 	out := make([]cachedEntry, 0, g.count)
-	for l, m := range g.ledgers {
-		for e, rec := range m {
-			out = append(out, cachedEntry{l, e, rec})
+	for _, l := range ids {
+		c := g.ledgers[l]
+		for i, e := range c.ids {
+			out = append(out, cachedEntry{l, e, c.recs[i]})
 		}
 	}
-	slices.SortFunc(out, func(a, b cachedEntry) int {
-		if a.ledger != b.ledger {
-			if a.ledger < b.ledger {
-				return -1
-			}
-			return 1
-		}
-		if a.entry < b.entry {
-			return -1
-		}
-		if a.entry > b.entry {
-			return 1
-		}
-		return 0
-	})
 	return out
 }
 
@@ -123,10 +149,10 @@ func (c *writeCache) activeBytes() int64 {
 // restoreLocked puts a generation whose flush failed back: its entries
 // return to the active generation unless a newer copy is there.
 func (c *writeCache) restoreLocked(g *cacheGen) {
-	for l, m := range g.ledgers {
-		for e, rec := range m {
+	for l, lc := range g.ledgers {
+		for i, e := range lc.ids {
 			if _, ok := c.active.get(l, e); !ok {
-				c.active.put(l, e, rec)
+				c.active.put(l, e, lc.recs[i])
 			}
 		}
 	}

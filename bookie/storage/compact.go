@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 )
 
@@ -309,7 +310,7 @@ func (e *Engine) commitCompaction(w *logWriter, old []uint64, moves []move) ([]m
 
 // chunkReader reads a file through a 1 MiB window.
 type chunkReader struct {
-	f     interface{ ReadAt([]byte, int64) (int, error) }
+	f     io.ReaderAt
 	size  int64
 	buf   []byte
 	start int64

@@ -82,6 +82,11 @@ type Config struct {
 	// IndexCacheBytes is the location index's (pebble) block cache, in
 	// bytes. Default 8 MiB.
 	IndexCacheBytes int64
+	// IndexMemTableBytes is the size of the index's memtables, in bytes
+	// (pebble keeps up to two, plus one being flushed). Larger: fewer
+	// index flushes and compactions, so less CPU per add, for memory.
+	// Default 32 MiB.
+	IndexMemTableBytes int64
 
 	// Logger receives the engine's logs. Default: discards.
 	Logger *slog.Logger
@@ -106,6 +111,7 @@ func DefaultConfig() Config {
 		CompactInterval:        5 * time.Minute,
 		ReadOnlyThreshold:      0.95,
 		IndexCacheBytes:        8 << 20,
+		IndexMemTableBytes:     32 << 20,
 		Logger:                 slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Clock:                  RealClock(),
 	}
@@ -157,6 +163,9 @@ func (c Config) Validate() error {
 	}
 	if c.IndexCacheBytes < 0 {
 		bad("IndexCacheBytes %d is negative", c.IndexCacheBytes)
+	}
+	if c.IndexMemTableBytes < 1<<20 || c.IndexMemTableBytes > 1<<30 {
+		bad("IndexMemTableBytes %d must be in [1 MiB, 1 GiB]", c.IndexMemTableBytes)
 	}
 	return errors.Join(errs...)
 }

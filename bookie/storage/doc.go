@@ -9,10 +9,11 @@
 //
 //   - journal/ — the write-ahead log (journal.go, journal_format.go). One
 //     writer goroutine takes the pending batch when groupPolicy (group.go)
-//     says so, writes it with one write and one fsync (group commit), and
-//     only then applies it and acks its adds. Fences and deletes are
-//     journaled the same way. Files rotate at JournalMaxFileSize and are
-//     deleted once a checkpoint passes them.
+//     says so and writes it with one write and one fsync (group commit);
+//     an acker goroutine then applies the batch and acks its adds, in
+//     batch order, while the writer already writes the next. Fences and
+//     deletes are journaled the same way. Files rotate at
+//     JournalMaxFileSize and are deleted once a checkpoint passes them.
 //   - the write cache (cache.go): acked entries, readable at once, until a
 //     flush moves them to an entry log.
 //   - logs/ — entry logs (entrylog.go): each flush writes the cache sorted
@@ -51,12 +52,13 @@
 //
 // # Concurrency
 //
-// All methods are safe for concurrent use. Goroutines: the journal writer
-// (owned by the journal), the flusher and, if CompactInterval > 0, the
-// compactor (owned by the Engine). Close stops them all and waits; it is
-// idempotent. Add's done callback runs on the journal writer (or on the
-// caller's goroutine for a refusal): it must not block or call back into
-// the engine synchronously in a way that waits for the journal. Add blocks
+// All methods are safe for concurrent use. Goroutines: the journal's
+// writer and acker (owned by the journal), the flusher and, if
+// CompactInterval > 0, the compactor (owned by the Engine). Close stops
+// them all and waits; it is idempotent. Add's done callback runs on the
+// journal's acker (or on the caller's goroutine for a refusal): it must
+// not block, nor call Add, Fence or DeleteLedger (they may wait for the
+// acker itself); hand the result to another goroutine instead. Add blocks
 // while JournalMaxPendingBytes are waiting (back-pressure).
 //
 // Locks, in order: Engine.lifecycle (read: operations touching index or

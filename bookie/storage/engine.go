@@ -27,7 +27,7 @@ type Engine struct {
 	closing   chan struct{} // closed when Close starts
 	closeOnce sync.Once
 	closeErr  error
-	bg        sync.WaitGroup // the flusher and compactor goroutines
+	bg        sync.WaitGroup // the flusher and compactor goroutines (the journal owns its own)
 
 	// mu guards ledgers and the ledger structs' fields (except
 	// ledger.flushed, written under flushMu). Lock order: mu, then
@@ -48,9 +48,10 @@ type Engine struct {
 	// flushMu serialises every change of the index: flush, DeleteLedger
 	// and compaction's commit. It guards cur and checkpoint.
 	flushMu    sync.Mutex
-	cur        *logWriter // entry log receiving flushes (nil until the first)
-	checkpoint Pos        // journal position the index is complete up to
-	compactMu  sync.Mutex // one compaction at a time
+	cur        *logWriter          // entry log receiving flushes (nil until the first)
+	checkpoint Pos                 // journal position the index is complete up to
+	published  atomic.Pointer[Pos] // checkpoint, for Stats without flushMu
+	compactMu  sync.Mutex          // one compaction at a time
 
 	flushKick     chan struct{}
 	readOnlyDisk  atomic.Bool
@@ -101,12 +102,13 @@ func Open(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("bookie: create %s: %w", d, err)
 		}
 	}
-	ix, err := openIndex(cfg.FS, filepath.Join(cfg.Dir, indexDirName), cfg.IndexCacheBytes, e.log, cfg.DisableFsync)
+	ix, err := openIndex(cfg.FS, filepath.Join(cfg.Dir, indexDirName), cfg.IndexCacheBytes, cfg.IndexMemTableBytes,
+		e.log, cfg.DisableFsync)
 	if err != nil {
 		return nil, err
 	}
 	e.ix = ix
-	if err := e.recover(); err != nil {
+	if err := e.load(); err != nil {
 		e.abandon()
 		return nil, err
 	}
@@ -120,8 +122,8 @@ func Open(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-// recover loads the index, replays the journal and starts the journal.
-func (e *Engine) recover() error {
+// load loads the index, replays the journal and starts the journal.
+func (e *Engine) load() error {
 	ledgers, err := e.ix.loadLedgers()
 	if err != nil {
 		return fmt.Errorf("bookie: load ledgers: %w", err)
@@ -140,6 +142,7 @@ func (e *Engine) recover() error {
 		return err
 	}
 	e.checkpoint = cp
+	e.published.Store(&cp)
 	e.cache.active = newGen(cp)
 	last, seq, err := e.replay(cp)
 	if err != nil {

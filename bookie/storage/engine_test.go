@@ -245,12 +245,12 @@ func TestReadRangeLimits(t *testing.T) {
 		}
 	}
 	check(0, 3, 0, 0, 1, 2, 3)
-	check(8, 20, 0, 8, 9, 10)  // stops at the first missing (11), cache and log mixed
-	check(0, 9, 250, 0, 1)     // 3 × 100 > 250
-	check(0, 9, 300, 0, 1, 2)  // exactly at the limit
-	check(0, 9, 50, 0)         // the first entry always
-	check(5, 4, 0)             // empty range
-	check(11, 12, 0)           // first missing: nothing
+	check(8, 20, 0, 8, 9, 10) // stops at the first missing (11), cache and log mixed
+	check(0, 9, 250, 0, 1)    // 3 × 100 > 250
+	check(0, 9, 300, 0, 1, 2) // exactly at the limit
+	check(0, 9, 50, 0)        // the first entry always
+	check(5, 4, 0)            // empty range
+	check(11, 12, 0)          // first missing: nothing
 	if _, err := e.ReadRange(9, 0, 1, 0); !errors.Is(err, ErrNoLedger) {
 		t.Fatalf("ReadRange of unknown ledger: %v", err)
 	}

@@ -287,6 +287,11 @@ func (w *logWriter) flushBuf() error {
 	if _, err := w.f.WriteAt(w.buf, w.fileAt); err != nil {
 		return fmt.Errorf("bookie: write entry log %016x: %w", w.id, err)
 	}
+	// Start writing it back now: the final sync then has little left, and
+	// the journal's fsyncs never queue behind a flush's whole burst.
+	if !w.noSync {
+		vfs.StartWriteback(w.f, w.fileAt, int64(len(w.buf)))
+	}
 	w.fileAt += int64(len(w.buf))
 	w.buf = w.buf[:0]
 	return nil

@@ -111,6 +111,8 @@ func (e *Engine) flushLocked() error {
 	e.cache.flushing = nil
 	e.cache.mu.Unlock()
 	e.checkpoint = gen.end
+	cp := gen.end
+	e.published.Store(&cp)
 	e.flushes.Add(1)
 	e.flushedEntries.Add(int64(gen.count))
 	if e.j != nil {

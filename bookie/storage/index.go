@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable"
 
 	"github.com/stratamesh/strata/internal/vfs"
 	"github.com/stratamesh/strata/internal/vfs/pebblevfs"
@@ -160,15 +161,24 @@ type index struct {
 	write *pebble.WriteOptions
 }
 
-func openIndex(fsys vfs.FS, dir string, cacheBytes int64, log *slog.Logger, noSync bool) (*index, error) {
+// openIndex opens the pebble database. Its tables are not compressed:
+// locations are short, keys prefix-compress in pebble's columnar blocks,
+// and compression costs CPU on every flush and compaction of a write-heavy
+// index.
+func openIndex(fsys vfs.FS, dir string, cacheBytes, memTableBytes int64, log *slog.Logger, noSync bool) (*index, error) {
 	cache := pebble.NewCache(cacheBytes)
 	defer cache.Unref()
-	db, err := pebble.Open(dir, &pebble.Options{
+	opts := &pebble.Options{
 		FS:                 pebblevfs.New(fsys),
 		Cache:              cache,
 		Logger:             pebbleLogger{log},
 		FormatMajorVersion: pebble.FormatNewest,
-	})
+		MemTableSize:       uint64(memTableBytes),
+	}
+	for i := range opts.Levels {
+		opts.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+	}
+	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("bookie: open index: %w", err)
 	}

@@ -94,7 +94,7 @@ type journal struct {
 	pendRecs      int
 	pendFirst     time.Time
 	pendWhileBusy bool
-	inflight      int  // batches taken and not yet acked
+	inflight      int // batches taken and not yet acked
 	closing       bool
 	kick          chan struct{} // wakes the writer (capacity 1)
 	acks          chan ackBatch // writer → acker, in batch order

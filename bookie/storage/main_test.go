@@ -34,6 +34,7 @@ func testConfig(fsys vfs.FS) Config {
 	cfg.CompactInterval = 0
 	cfg.WriteCacheBytes = 64 << 20
 	cfg.IndexCacheBytes = 1 << 20
+	cfg.IndexMemTableBytes = 1 << 20
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	return cfg
 }

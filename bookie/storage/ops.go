@@ -13,8 +13,9 @@ import (
 // ErrInvalid, ErrMasterKey, ErrFenced (not for Recovery adds), ErrReadOnly,
 // ErrClosed, or a journal I/O error (the batch's adds all fail; none is
 // acked). It may run before Add returns (on a refusal) or on the journal's
-// goroutine, so it must not block. Add blocks while the journal has more
-// than JournalMaxPendingBytes waiting (back-pressure).
+// acker goroutine, so it must not block nor call Add, Fence or
+// DeleteLedger. Add blocks while the journal has more than
+// JournalMaxPendingBytes waiting (back-pressure).
 func (e *Engine) Add(req AddRequest, done func(error)) {
 	if done == nil {
 		done = func(error) {}

@@ -82,7 +82,7 @@ func (s Stats) AvgBatchAdds() float64 {
 	return float64(s.JournalAdds) / float64(s.JournalBatches)
 }
 
-// Stats returns the engine's counters. It may wait for a running flush.
+// Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
 	js := &e.j.stats
 	s := Stats{
@@ -101,8 +101,6 @@ func (e *Engine) Stats() Stats {
 	e.logs.mu.Lock()
 	s.EntryLogs = len(e.logs.meta)
 	e.logs.mu.Unlock()
-	e.flushMu.Lock()
-	s.Checkpoint = e.checkpoint
-	e.flushMu.Unlock()
+	s.Checkpoint = *e.published.Load()
 	return s
 }

@@ -320,6 +320,12 @@ func (f *errorFile) Preallocate(off, length int64) error {
 	return nil
 }
 
+// StartWriteback implements WritebackStarter when the wrapped file does
+// (never injected: it promises nothing).
+func (f *errorFile) StartWriteback(off, length int64) error {
+	return StartWriteback(f.f, off, length)
+}
+
 func (f *errorFile) Truncate(size int64) error {
 	if err := f.fs.maybe(Op{Kind: OpTruncate, Path: f.name, Off: size}); err != nil {
 		return err

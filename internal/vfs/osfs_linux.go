@@ -28,6 +28,12 @@ func (f osFile) SyncData() error {
 	return f.control("fdatasync", syscall.Fdatasync)
 }
 
+// StartWriteback calls sync_file_range(SYNC_FILE_RANGE_WRITE).
+func (f osFile) StartWriteback(off, length int64) error {
+	const syncFileRangeWrite = 0x2
+	return f.control("sync_file_range", func(fd int) error { return syscall.SyncFileRange(fd, off, length, syncFileRangeWrite) })
+}
+
 // control runs op on the file's descriptor, retrying on EINTR.
 func (f osFile) control(name string, op func(fd int) error) error {
 	rc, err := f.SyscallConn()

@@ -24,6 +24,9 @@ func TestOSFS(t *testing.T) {
 			t.Fatalf("preallocate: %v", err)
 		}
 	}
+	if err := StartWriteback(f, 0, 5); err != nil {
+		t.Fatalf("start writeback: %v", err)
+	}
 	if err := SyncData(f); err != nil {
 		t.Fatal(err)
 	}

@@ -91,33 +91,28 @@ type DataSyncer interface {
 	SyncData() error
 }
 
+// WritebackStarter is implemented by files that can start writing a range
+// back to disk without waiting (sync_file_range on Linux), so that a later
+// Sync has little left to do and writes are spread out rather than burst.
+// It guarantees nothing about durability. Optional, like Preallocator.
+type WritebackStarter interface {
+	StartWriteback(off, length int64) error
+}
+
+// StartWriteback calls f.StartWriteback if f implements WritebackStarter.
+func StartWriteback(f File, off, length int64) error {
+	if w, ok := f.(WritebackStarter); ok {
+		return w.StartWriteback(off, length)
+	}
+	return nil
+}
+
 // SyncData calls f.SyncData if f implements DataSyncer, else f.Sync.
 func SyncData(f File) error {
 	if d, ok := f.(DataSyncer); ok {
 		return d.SyncData()
 	}
 	return f.Sync()
-}
-
-// WriteFileSync creates name holding data, syncs it and syncs its
-// directory, so that the file and its contents are durable on return.
-func WriteFileSync(fsys FS, dir, name string, data []byte) (err error) {
-	f, err := fsys.Create(name)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	return fsys.SyncDir(dir)
 }
 
 // ReadFile returns the whole contents of the named file.
