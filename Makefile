@@ -24,6 +24,8 @@ FUZZTIME ?= 2m
 fuzz:
 	$(GO) test ./topology -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./topology -run '^$$' -fuzz '^FuzzUnits$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./bookie -run '^$$' -fuzz '^FuzzServerRequest$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./bookie/storage -run '^$$' -fuzz '^FuzzScanJournal$$' -fuzztime $(FUZZTIME)
 
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 build:

@@ -2,44 +2,71 @@ package bookie
 
 import (
 	"io"
+	"sync"
 	"sync/atomic"
 
 	"github.com/stratamesh/strata/bookie/bookiepb"
 	"github.com/stratamesh/strata/bookie/storage"
 )
 
+// Batches on the Add stream: an AddRequest carries up to MaxAddBatch
+// entries and, when it has more than one, up to MaxAddBatchBytes of
+// payload in all. The server answers every entry of a request beyond
+// either bound with CODE_INVALID (so a single entry is bound by
+// Limits.MaxEntrySize only). The Client stays well within both.
+const (
+	MaxAddBatch      = 1024
+	MaxAddBatchBytes = 4 << 20
+)
+
+// maxResultsPerResponse bounds the results of one AddResponse; more wait
+// for the next one.
+const maxResultsPerResponse = 4096
+
 // addStream is one Add stream on the server. Two goroutines serve it:
 //
-//   - the receiver (owned by the Server) reads requests, takes an in-flight
-//     slot for each, and hands it to Storage.Add (or answers it at once when
-//     it is invalid or for another instance);
+//   - the receiver (owned by the Server) reads requests and hands each of
+//     their entries to Storage.Add (or answers it at once when it is
+//     invalid or for another instance), taking an in-flight slot per entry
+//     first;
 //   - the sender (the gRPC handler goroutine) is the only one that calls
-//     stream.Send: it sends responses in the order they complete and frees
-//     a slot per response sent.
+//     stream.Send: whenever results are queued it sends them all (up to
+//     maxResultsPerResponse) in one response, then frees their slots.
+//     Results completing while it sends go in the next response: it never
+//     waits for more.
 //
-// Storage.Add's callback only queues the response: the queue has one place
-// per slot, so the callback never blocks. When every slot is taken the
-// receiver stops reading; gRPC flow control then holds the client back.
-// A client that never reads its responses thus stalls its own stream (the
-// sender blocks in Send, slots stay taken, the receiver stops reading) and
-// nothing else: memory stays bounded by MaxAddsInFlight.
+// Storage.Add's callback only appends the result to the queue under mu,
+// so it never blocks; the queue holds at most one result per slot. When
+// every slot is taken the receiver stops reading; gRPC flow control then
+// holds the client back. A client that never reads its responses thus
+// stalls its own stream (the sender blocks in Send, slots stay taken, the
+// receiver stops reading) and nothing else: memory stays bounded by
+// MaxAddsInFlight entries plus the request being handed in.
 type addStream struct {
-	srv       *Server
-	stream    bookiepb.Bookie_AddServer
-	responses chan *bookiepb.AddResponse // capacity == cap(slots)
-	slots     chan struct{}              // one element per add in flight
-	recvDone  chan struct{}              // closed when the receiver stops
-	recvErr   error                      // why it stopped (nil: client half-closed); read after recvDone
+	srv      *Server
+	stream   bookiepb.Bookie_AddServer
+	recvDone chan struct{} // closed when the receiver stops
+	recvErr  error         // why it stopped (nil: client half-closed); read after recvDone
+
+	// ready is signaled (never blocking, capacity 1) when results are
+	// queued; freed when slots are.
+	ready, freed chan struct{}
+
+	mu      sync.Mutex
+	free    int      // slots not taken: MaxAddsInFlight - entries in flight
+	ok      []uint64 // tags completed OK, not yet sent
+	failed  []*bookiepb.AddResult
+	refused int // requests without entries, not yet answered
 }
 
 // Add implements bookiepb.BookieServer.
 func (s *Server) Add(stream bookiepb.Bookie_AddServer) error {
-	n := s.cfg.MaxAddsInFlight
 	as := &addStream{
 		srv: s, stream: stream,
-		responses: make(chan *bookiepb.AddResponse, n),
-		slots:     make(chan struct{}, n),
-		recvDone:  make(chan struct{}),
+		recvDone: make(chan struct{}),
+		ready:    make(chan struct{}, 1),
+		freed:    make(chan struct{}, 1),
+		free:     s.cfg.MaxAddsInFlight,
 	}
 	if s.isClosed() || !s.goStream(as.receive) {
 		return errUnavailable
@@ -48,23 +75,25 @@ func (s *Server) Add(stream bookiepb.Bookie_AddServer) error {
 }
 
 // send is the stream's single sender. It returns nil once the client has
-// half-closed and every add received has been answered.
+// half-closed and every entry received has been answered.
 func (as *addStream) send() error {
 	ctx := as.stream.Context()
 	recvDone := as.recvDone
 	for {
-		if recvDone == nil && len(as.slots) == 0 {
-			return nil
-		}
-		select {
-		case resp := <-as.responses:
+		resp, n, idle := as.take()
+		if resp != nil {
 			if err := as.stream.Send(resp); err != nil {
 				return err
 			}
-			select {
-			case <-as.slots:
-			default: // a response without a slot: see complete
-			}
+			as.srv.addStats.responses.Add(1)
+			as.release(n)
+			continue
+		}
+		if recvDone == nil && idle {
+			return nil
+		}
+		select {
+		case <-as.ready:
 		case <-recvDone:
 			if as.recvErr != nil {
 				return as.recvErr
@@ -78,11 +107,83 @@ func (as *addStream) send() error {
 	}
 }
 
+// take dequeues the next response to send and the number of slots its
+// results hold, or returns a nil response (and whether no entry is in
+// flight) when nothing is queued.
+func (as *addStream) take() (resp *bookiepb.AddResponse, slots int, idle bool) {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	if len(as.ok) == 0 && len(as.failed) == 0 && as.refused == 0 {
+		return nil, 0, as.free == as.srv.cfg.MaxAddsInFlight
+	}
+	resp = &bookiepb.AddResponse{}
+	nf := min(len(as.failed), maxResultsPerResponse)
+	if nf > 0 {
+		resp.Failed = as.failed[:nf:nf]
+		as.failed = as.failed[nf:]
+		if len(as.failed) == 0 {
+			as.failed = nil
+		}
+	}
+	nok := min(len(as.ok), maxResultsPerResponse-nf)
+	if nok > 0 {
+		resp.OkTags = as.ok[:nok:nok]
+		as.ok = as.ok[nok:]
+		if len(as.ok) == 0 {
+			as.ok = nil
+		}
+	}
+	if as.refused > 0 {
+		resp.Code = bookiepb.Code_CODE_INVALID
+		resp.Message = errEmptyAdd.Error()
+		as.refused = 0
+	}
+	return resp, nf + nok, false
+}
+
+// release frees n slots.
+func (as *addStream) release(n int) {
+	if n == 0 {
+		return
+	}
+	as.mu.Lock()
+	as.free += n
+	as.mu.Unlock()
+	select {
+	case as.freed <- struct{}{}:
+	default:
+	}
+}
+
+// acquire takes between 1 and want slots, waiting until one is free; it
+// returns 0 (and sets recvErr) when the stream or the server ends first.
+func (as *addStream) acquire(want int) int {
+	ctx := as.stream.Context()
+	for {
+		as.mu.Lock()
+		if as.free > 0 {
+			n := min(want, as.free)
+			as.free -= n
+			as.mu.Unlock()
+			return n
+		}
+		as.mu.Unlock()
+		select {
+		case <-as.freed:
+		case <-ctx.Done():
+			as.recvErr = ctx.Err()
+			return 0
+		case <-as.srv.base.Done():
+			as.recvErr = errUnavailable
+			return 0
+		}
+	}
+}
+
 // receive reads requests until the client half-closes, the stream ends, or
 // the server closes.
 func (as *addStream) receive() {
 	defer close(as.recvDone)
-	ctx := as.stream.Context()
 	for {
 		req, err := as.stream.Recv()
 		if err != nil {
@@ -91,50 +192,115 @@ func (as *addStream) receive() {
 			}
 			return
 		}
-		select {
-		case as.slots <- struct{}{}:
-		case <-ctx.Done():
-			as.recvErr = ctx.Err()
-			return
-		case <-as.srv.base.Done():
-			as.recvErr = errUnavailable
+		as.srv.addStats.requests.Add(1)
+		as.srv.addStats.entries.Add(int64(len(req.GetEntries())))
+		if !as.srv.add(req, as.acquire, as) {
 			return
 		}
-		as.srv.add(req, as.complete)
 	}
 }
 
-// complete queues a response for the sender. It never blocks: the queue
-// has room for every slot, and a slot is taken per request. A second
-// response for one request (an engine calling done twice) is dropped by
-// add's once-guard before it gets here.
-func (as *addStream) complete(resp *bookiepb.AddResponse) {
+// complete implements addResponder: it queues the result for the sender
+// and never blocks (the entry holds a slot until its result is sent).
+func (as *addStream) complete(c *addCall, code bookiepb.Code, msg string) {
+	as.mu.Lock()
+	wake := len(as.ok) == 0 && len(as.failed) == 0
+	if code == bookiepb.Code_CODE_OK {
+		as.ok = append(as.ok, c.tag)
+	} else {
+		as.failed = append(as.failed, &bookiepb.AddResult{Tag: c.tag, LedgerId: c.ledger, EntryId: c.entry, Code: code, Message: msg})
+	}
+	as.mu.Unlock()
+	if wake {
+		as.signal()
+	}
+}
+
+// refuse implements addResponder.
+func (as *addStream) refuse() {
+	as.mu.Lock()
+	as.refused++
+	as.mu.Unlock()
+	as.signal()
+}
+
+func (as *addStream) signal() {
 	select {
-	case as.responses <- resp:
+	case as.ready <- struct{}{}:
 	default:
-		as.srv.log.Error("add response queue full; dropping response", "ledger", resp.GetLedgerId(), "entry", resp.GetEntryId())
 	}
 }
 
-// add validates one add and passes it to the engine; respond is called
-// exactly once with its response.
-func (s *Server) add(req *bookiepb.AddRequest, respond func(*bookiepb.AddResponse)) {
-	resp := &bookiepb.AddResponse{Tag: req.GetTag(), LedgerId: req.GetLedgerId(), EntryId: req.GetEntryId()}
-	if err := s.checkFor(validateAdd(req, s.cfg.MaxEntrySize), req.GetInstance()); err != nil {
-		resp.Code, resp.Message = s.codeMsg("add", req.GetLedgerId(), err)
-		respond(resp)
+// addResponder receives the outcomes of add: complete is called exactly
+// once per entry (c names it by tag, ledger and entry), possibly on the
+// engine's goroutines, and must not block; refuse is called for a request
+// without entries.
+type addResponder interface {
+	complete(c *addCall, code bookiepb.Code, msg string)
+	refuse()
+}
+
+// add validates a request and passes its entries to the engine, in order,
+// after acquire(k) granted slots for the next k of them (acquire returns
+// between 1 and the number asked for, or 0 to stop: add then returns
+// false, and the entries not handed in get no outcome).
+func (s *Server) add(req *bookiepb.AddRequest, acquire func(int) int, r addResponder) bool {
+	entries := req.GetEntries()
+	if len(entries) == 0 {
+		r.refuse()
+		return true
+	}
+	batchErr := validateAddBatch(req)
+	calls := make([]addCall, len(entries))
+	for i := 0; i < len(entries); {
+		n := acquire(len(entries) - i)
+		if n <= 0 {
+			return false
+		}
+		for j, e := range entries[i : i+n] {
+			c := &calls[i+j]
+			c.srv, c.r = s, r
+			c.tag, c.ledger, c.entry = e.GetTag(), e.GetLedgerId(), e.GetEntryId()
+			s.addEntry(c, e, batchErr, req.GetInstance())
+		}
+		i += n
+	}
+	return true
+}
+
+// addCall is one entry of a request on its way through the engine. The
+// calls of a request share one allocation, and none keeps the payload.
+type addCall struct {
+	srv           *Server
+	r             addResponder
+	tag           uint64
+	ledger, entry int64
+	once          atomic.Bool
+}
+
+// addEntry validates entry e (after its request's batchErr) and passes it
+// to the engine; c.r.complete is called exactly once.
+func (s *Server) addEntry(c *addCall, e *bookiepb.AddEntry, batchErr error, instance string) {
+	err := batchErr
+	if err == nil {
+		err = validateAddEntry(e, s.cfg.MaxEntrySize)
+	}
+	if err := s.checkFor(err, instance); err != nil {
+		c.done(err)
 		return
 	}
-	var once atomic.Bool
 	s.st.Add(storage.AddRequest{
-		LedgerID: req.GetLedgerId(), EntryID: req.GetEntryId(), LAC: req.GetLac(),
-		MasterKey: req.GetMasterKey(), Payload: req.GetPayload(), Recovery: req.GetRecovery(),
-	}, func(err error) {
-		if !once.CompareAndSwap(false, true) {
-			s.log.Error("storage completed an add twice", "ledger", resp.LedgerId, "entry", resp.EntryId, "err", err)
-			return
-		}
-		resp.Code, resp.Message = s.codeMsg("add", resp.LedgerId, err)
-		respond(resp)
-	})
+		LedgerID: e.GetLedgerId(), EntryID: e.GetEntryId(), LAC: e.GetLac(),
+		MasterKey: e.GetMasterKey(), Payload: e.GetPayload(), Recovery: e.GetRecovery(),
+	}, c.done)
+}
+
+// done is the engine's completion callback.
+func (c *addCall) done(err error) {
+	if !c.once.CompareAndSwap(false, true) {
+		c.srv.log.Error("storage completed an add twice", "ledger", c.ledger, "entry", c.entry, "err", err)
+		return
+	}
+	code, msg := c.srv.codeMsg("add", c.ledger, err)
+	c.r.complete(c, code, msg)
 }

@@ -1,6 +1,7 @@
 package bookie
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,37 +12,128 @@ import (
 	"github.com/stratamesh/strata/bookie/storage"
 )
 
+// Bounds of one AddRequest as the AddStream coalesces entries: at most
+// sendBatchEntries entries and sendBatchBytes of payload and keys (a
+// larger entry goes alone). Both are well within what the server accepts
+// (MaxAddBatch, MaxAddBatchBytes).
+const (
+	sendBatchEntries = 256
+	sendBatchBytes   = 1 << 20
+)
+
+// ownCopyBytes: an entry at least this large (payload) gets its own copy
+// instead of a place in its batch's shared buffer.
+const ownCopyBytes = 64 << 10
+
 // AddStream is a pipelined stream of adds to one bookie: Send does not
 // wait for the add to complete, and each add's done callback is called
 // when its response arrives (in completion order, not send order). Safe
 // for concurrent use.
 //
+// Send queues the add (copying its payload and key: the caller may reuse
+// them once Send returns); the stream's sender goroutine sends what is
+// queued as one request as soon as it can — at once when it is idle — so
+// adds sent while it is busy travel together, up to 256 entries or 1 MiB
+// per request; nothing waits for more adds to come.
+//
 // Flow control: the bookie keeps a bounded number of adds in flight per
-// stream (ServerConfig.MaxAddsInFlight); beyond it Send blocks until the
-// bookie has answered some. Callbacks run on the stream's receiving
-// goroutine, one at a time: a slow callback delays every later response of
-// the stream (and, through flow control, its Sends). A callback must not
-// call Send or Close on its own stream (Send may wait for flow control,
-// which waits for this very goroutine), nor wait for another callback;
-// hand such work to another goroutine.
+// stream (ServerConfig.MaxAddsInFlight); beyond it the sender waits, the
+// queue fills up and Send blocks until the bookie has answered some.
+// Callbacks run on the stream's receiving goroutine, one at a time: a slow
+// callback delays every later response of the stream (and, through flow
+// control, its Sends). A callback must not call Send or Close on its own
+// stream (Send may wait for flow control, which waits for this very
+// goroutine), nor wait for another callback; hand such work to another
+// goroutine.
 type AddStream struct {
 	c      *Client
 	stream bookiepb.Bookie_AddClient
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the receiver has exited
+	sent   chan struct{} // closed when the sender has exited
 
-	sendMu     sync.Mutex // serializes stream.Send and CloseSend
-	sendClosed bool
-
-	mu      sync.Mutex
-	nextTag uint64
-	pending map[uint64]pendingAdd
-	err     error // non-nil once Send must fail (closed or broken)
+	mu          sync.Mutex
+	work        sync.Cond // the sender waits on it for adds to send, Close, or a failure
+	room        sync.Cond // Sends wait on it for room in the queue
+	idle        bool      // the sender waits on work
+	roomWaiters int
+	nextTag     uint64
+	pending     map[uint64]pendingAdd // sent or queued, not completed
+	queue       *addBatch             // queued, not yet sent
+	err         error                 // non-nil once Send must fail (closed or broken)
+	closing     bool                  // Close began: the sender sends what is queued, then half-closes
+	broken      bool                  // the stream failed: the sender stops
 }
 
 type pendingAdd struct {
 	ledgerID, entryID int64
 	done              func(error)
+}
+
+// addBatch is the entries of one AddRequest. The AddEntry messages and
+// the buffer holding their payloads and keys are reused from request to
+// request (protobuf has encoded them when Send returns).
+type addBatch struct {
+	entries []*bookiepb.AddEntry // len: entries in use; beyond: spare messages
+	data    []byte               // payload and key copies of the entries in use
+	bytes   int                  // payload and key bytes of the entries in use
+}
+
+// fits tells whether an entry of size bytes may join the batch.
+func (b *addBatch) fits(size int) bool {
+	return len(b.entries) == 0 || len(b.entries) < sendBatchEntries && b.bytes+size <= sendBatchBytes
+}
+
+// add appends req as the entry tagged tag, copying its payload and key.
+func (b *addBatch) add(tag uint64, req *storage.AddRequest) {
+	n := len(b.entries)
+	if n < cap(b.entries) {
+		b.entries = b.entries[:n+1]
+	} else {
+		b.entries = append(b.entries, nil)
+	}
+	e := b.entries[n]
+	if e == nil {
+		e = &bookiepb.AddEntry{}
+		b.entries[n] = e
+	}
+	e.Tag, e.LedgerId, e.EntryId, e.Lac, e.Recovery = tag, req.LedgerID, req.EntryID, req.LAC, req.Recovery
+	if n > 0 && bytes.Equal(b.entries[n-1].MasterKey, req.MasterKey) {
+		e.MasterKey = b.entries[n-1].MasterKey
+	} else {
+		e.MasterKey = b.copy(req.MasterKey)
+	}
+	if len(req.Payload) >= ownCopyBytes {
+		e.Payload = bytes.Clone(req.Payload)
+	} else {
+		e.Payload = b.copy(req.Payload)
+	}
+	b.bytes += len(req.Payload) + len(req.MasterKey)
+}
+
+// copy copies p into the batch's buffer. When the buffer is full a new
+// one replaces it (up to sendBatchBytes, twice the size of the last); the
+// entries already in keep their slices of the old one, unchanged.
+func (b *addBatch) copy(p []byte) []byte {
+	if len(p) == 0 {
+		return nil
+	}
+	if cap(b.data)-len(b.data) < len(p) {
+		b.data = make([]byte, 0, max(min(2*cap(b.data), sendBatchBytes), len(p), 4096))
+	}
+	off := len(b.data)
+	b.data = append(b.data, p...)
+	return b.data[off:len(b.data):len(b.data)]
+}
+
+// reset empties the batch for reuse, dropping its references to payloads.
+func (b *addBatch) reset() {
+	for _, e := range b.entries {
+		e.MasterKey, e.Payload = nil, nil
+	}
+	b.entries = b.entries[:0]
+	b.data = b.data[:0]
+	b.bytes = 0
 }
 
 // NewAddStream opens an Add stream. ctx bounds the stream's whole life:
@@ -53,17 +145,26 @@ func (c *Client) NewAddStream(ctx context.Context) (*AddStream, error) {
 		cancel()
 		return nil, fmt.Errorf("bookie: open add stream to %s: %w", c.addr, err)
 	}
-	s := &AddStream{c: c, stream: stream, cancel: cancel, done: make(chan struct{}), pending: map[uint64]pendingAdd{}}
+	s := &AddStream{
+		c: c, stream: stream, cancel: cancel,
+		done: make(chan struct{}), sent: make(chan struct{}),
+		pending: map[uint64]pendingAdd{}, queue: &addBatch{},
+	}
+	s.work.L, s.room.L = &s.mu, &s.mu
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		cancel()
 		return nil, errClientClosed
 	}
-	c.wg.Add(1)
+	c.wg.Add(2)
 	go func() {
 		defer c.wg.Done()
 		s.receive()
+	}()
+	go func() {
+		defer c.wg.Done()
+		s.send()
 	}()
 	return s, nil
 }
@@ -73,11 +174,16 @@ func (c *Client) NewAddStream(ctx context.Context) (*AddStream, error) {
 // matching the bookie's refusal (storage.ErrFenced, storage.ErrReadOnly,
 // ErrWrongInstance, ...), or with an error wrapping ErrStreamClosed if the
 // stream broke first (the add may or may not have been stored). If Send
-// returns an error (wrapping ErrStreamClosed), done is never called.
+// returns an error (wrapping ErrStreamClosed), done is never called. Send
+// copies req.Payload and req.MasterKey.
 func (s *AddStream) Send(req storage.AddRequest, done func(error)) error {
-	s.sendMu.Lock()
-	defer s.sendMu.Unlock()
+	size := len(req.Payload) + len(req.MasterKey)
 	s.mu.Lock()
+	for s.err == nil && !s.queue.fits(size) {
+		s.roomWaiters++
+		s.room.Wait()
+		s.roomWaiters--
+	}
 	if s.err != nil {
 		err := s.err
 		s.mu.Unlock()
@@ -86,27 +192,13 @@ func (s *AddStream) Send(req storage.AddRequest, done func(error)) error {
 	tag := s.nextTag
 	s.nextTag++
 	s.pending[tag] = pendingAdd{ledgerID: req.LedgerID, entryID: req.EntryID, done: done}
+	s.queue.add(tag, &req)
+	if s.idle {
+		s.idle = false
+		s.work.Signal()
+	}
 	s.mu.Unlock()
-	err := s.stream.Send(&bookiepb.AddRequest{
-		Tag: tag, Instance: s.c.instance,
-		LedgerId: req.LedgerID, EntryId: req.EntryID, Lac: req.LAC,
-		MasterKey: req.MasterKey, Payload: req.Payload, Recovery: req.Recovery,
-	})
-	if err == nil {
-		return nil
-	}
-	s.mu.Lock()
-	_, still := s.pending[tag]
-	delete(s.pending, tag)
-	cause := s.err
-	s.mu.Unlock()
-	if !still {
-		return nil // the receiver already failed it: done has been called
-	}
-	if cause == nil {
-		cause = fmt.Errorf("%w (%s): %w", ErrStreamClosed, s.c.addr, err)
-	}
-	return cause
+	return nil
 }
 
 // Pending is the number of adds sent and not yet completed.
@@ -116,46 +208,76 @@ func (s *AddStream) Pending() int {
 	return len(s.pending)
 }
 
-// Close half-closes the stream (later Sends fail), waits until every
-// pending add has completed, and releases the stream. If ctx ends first
-// the stream is canceled: the adds still pending fail, and Close returns
-// ctx's error. Idempotent.
+// Close half-closes the stream (later Sends fail) once the adds queued
+// are sent, waits until every pending add has completed, and releases the
+// stream. If ctx ends first the stream is canceled: the adds still pending
+// fail, and Close returns ctx's error. Idempotent.
 func (s *AddStream) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.err == nil {
 		s.err = fmt.Errorf("%w (%s)", ErrStreamClosed, s.c.addr)
 	}
+	s.closing = true
+	s.work.Signal()
+	s.room.Broadcast()
 	s.mu.Unlock()
-	// A Send blocked by flow control holds sendMu; canceling the stream
-	// (when ctx ends first) releases it.
-	locked := make(chan struct{})
-	go func() {
-		s.sendMu.Lock()
-		close(locked)
-	}()
 	var err error
 	select {
-	case <-locked:
+	case <-s.done:
 	case <-ctx.Done():
 		err = ctx.Err()
-		s.cancel()
-		<-locked
-	}
-	if !s.sendClosed {
-		s.sendClosed = true
-		_ = s.stream.CloseSend()
-	}
-	s.sendMu.Unlock()
-	if err == nil {
-		select {
-		case <-s.done:
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
 	}
 	s.cancel()
 	<-s.done
+	<-s.sent
 	return err
+}
+
+// send is the stream's single sender: it sends whatever is queued as one
+// request, again and again, and half-closes the stream once Close has
+// begun and nothing is queued.
+func (s *AddStream) send() {
+	defer close(s.sent)
+	spare := &addBatch{}
+	req := &bookiepb.AddRequest{Instance: s.c.instance}
+	for {
+		s.mu.Lock()
+		for len(s.queue.entries) == 0 && !s.closing && !s.broken {
+			s.idle = true
+			s.work.Wait()
+		}
+		s.idle = false
+		if s.broken {
+			s.mu.Unlock()
+			return
+		}
+		if len(s.queue.entries) == 0 { // closing
+			s.mu.Unlock()
+			_ = s.stream.CloseSend()
+			return
+		}
+		b := s.queue
+		s.queue = spare
+		if s.roomWaiters > 0 {
+			s.room.Broadcast()
+		}
+		s.mu.Unlock()
+
+		req.Entries = b.entries
+		err := s.stream.Send(req)
+		req.Entries = nil
+		b.reset()
+		spare = b
+		if err != nil {
+			if err != io.EOF {
+				// A failure of the client's own (io.EOF: the stream ended;
+				// the receiver learns why).
+				s.fail(err)
+				s.cancel()
+			}
+			return
+		}
+	}
 }
 
 // receive completes pending adds from the responses until the stream
@@ -163,27 +285,60 @@ func (s *AddStream) Close(ctx context.Context) error {
 func (s *AddStream) receive() {
 	defer close(s.done)
 	defer s.cancel() // the stream is over: release its context
+	type completion struct {
+		done func(error)
+		err  error
+	}
+	var calls []completion
 	for {
 		resp, err := s.stream.Recv()
 		if err != nil {
 			s.fail(err)
 			return
 		}
+		var bad error
+		if c := resp.GetCode(); c != bookiepb.Code_CODE_UNSPECIFIED {
+			// This client sends no request without entries.
+			bad = fmt.Errorf("%w: bookie refused a request: %w", ErrInternal, ErrorOf(c, resp.GetMessage()))
+		}
 		s.mu.Lock()
-		p, ok := s.pending[resp.GetTag()]
-		delete(s.pending, resp.GetTag())
+		for _, tag := range resp.GetOkTags() {
+			p, ok := s.pending[tag]
+			if !ok {
+				bad = fmt.Errorf("%w: response for unknown tag %d", ErrInternal, tag)
+				break
+			}
+			delete(s.pending, tag)
+			calls = append(calls, completion{done: p.done})
+		}
+		for _, r := range resp.GetFailed() {
+			if bad != nil {
+				break
+			}
+			p, ok := s.pending[r.GetTag()]
+			if !ok {
+				bad = fmt.Errorf("%w: response for unknown tag %d", ErrInternal, r.GetTag())
+				break
+			}
+			delete(s.pending, r.GetTag())
+			err := ErrorOf(r.GetCode(), r.GetMessage())
+			if r.GetLedgerId() != p.ledgerID || r.GetEntryId() != p.entryID {
+				err = fmt.Errorf("%w: response for ledger %d entry %d answered ledger %d entry %d", ErrInternal,
+					p.ledgerID, p.entryID, r.GetLedgerId(), r.GetEntryId())
+			}
+			calls = append(calls, completion{done: p.done, err: err})
+		}
 		s.mu.Unlock()
-		if !ok {
+		for _, c := range calls {
+			c.done(c.err)
+		}
+		clear(calls)
+		calls = calls[:0]
+		if bad != nil {
 			s.cancel()
-			s.fail(fmt.Errorf("%w: response for unknown tag %d", ErrInternal, resp.GetTag()))
+			s.fail(bad)
 			return
 		}
-		if resp.GetLedgerId() != p.ledgerID || resp.GetEntryId() != p.entryID {
-			p.done(fmt.Errorf("%w: response for ledger %d entry %d answered ledger %d entry %d", ErrInternal,
-				p.ledgerID, p.entryID, resp.GetLedgerId(), resp.GetEntryId()))
-			continue
-		}
-		p.done(ErrorOf(resp.GetCode(), resp.GetMessage()))
 	}
 }
 
@@ -197,8 +352,12 @@ func (s *AddStream) fail(cause error) {
 	if s.err == nil {
 		s.err = err
 	}
+	s.broken = true
+	s.work.Signal()
+	s.room.Broadcast()
 	pending := s.pending
 	s.pending = map[uint64]pendingAdd{}
+	s.queue.reset()
 	s.mu.Unlock()
 	for _, p := range pending {
 		p.done(err)

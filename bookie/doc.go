@@ -39,13 +39,29 @@
 // Server, Client, AddStream, Registrar and Bookie are safe for concurrent
 // use. Each Add stream is served by one receiver goroutine (owned by the
 // Server) and the handler goroutine, the stream's single sender; the
-// engine's completion callbacks only queue a response and never block. At
-// most Limits.MaxAddsInFlight adds per stream are in flight; then the
-// server stops reading the stream and gRPC flow control holds the client
-// back. A client that stops reading responses stalls only its own stream.
-// On the client, each AddStream has one receiving goroutine (owned by the
-// Client) that runs the done callbacks in completion order; a slow
-// callback delays that stream only.
+// engine's completion callbacks only queue a result and never block. At
+// most Limits.MaxAddsInFlight adds (entries) per stream are in flight;
+// then the server stops reading the stream and gRPC flow control holds the
+// client back. A client that stops reading responses stalls only its own
+// stream. On the client, each AddStream has a sending goroutine and a
+// receiving goroutine (both owned by the Client); the receiving one runs
+// the done callbacks in completion order, so a slow callback delays that
+// stream only.
+//
+// # Batching on the Add stream
+//
+// The per-message cost of gRPC and protobuf dwarfs that of a small entry,
+// so both directions carry many adds per message, without waiting for
+// them: AddStream.Send only queues the add, and the stream's sender sends
+// everything queued as one AddRequest as soon as its previous send is
+// done (at once on an idle stream: no Nagle-like delay). Likewise the
+// server's sender puts every result completed since its previous send in
+// one AddResponse (OK results as a packed list of tags, others one by
+// one with their code). Batches are bounded (AddStream: 256 entries or
+// 1 MiB; the server refuses requests beyond MaxAddBatch entries or
+// MaxAddBatchBytes of payload with CODE_INVALID per entry), and outcomes
+// stay per entry: one refused entry does not affect the others of its
+// request.
 //
 // Shutdown: Bookie.Stop deregisters, calls Server.Shutdown (Add streams
 // end with gRPC Unavailable, long polls answer CODE_CLOSED), stops gRPC

@@ -11,11 +11,31 @@ import (
 	"github.com/stratamesh/strata/bookie/bookietest"
 )
 
+// fuzzResponder collects the outcomes of Server.add.
+type fuzzResponder struct {
+	results []fuzzResult
+	refused int
+}
+
+type fuzzResult struct {
+	tag           uint64
+	ledger, entry int64
+	code          bookiepb.Code
+}
+
+func (f *fuzzResponder) complete(c *addCall, code bookiepb.Code, _ string) {
+	f.results = append(f.results, fuzzResult{c.tag, c.ledger, c.entry, code})
+}
+
+func (f *fuzzResponder) refuse() { f.refused++ }
+
 // FuzzServerRequest decodes arbitrary bytes as each request type and runs
 // the result through the service (no network) against an engine holding
 // a few entries: decoding and handling must never panic, every answer
 // carries a known code, a request failing validation is CODE_INVALID and
-// never reaches the engine, and successful reads are well-formed.
+// never reaches the engine, and successful reads are well-formed. An
+// AddRequest gets one result per entry, echoing its ids, and the engine
+// sees exactly its valid entries.
 //
 //	go test ./bookie -run '^$' -fuzz '^FuzzServerRequest$' -fuzztime 1m
 func FuzzServerRequest(f *testing.F) {
@@ -27,8 +47,14 @@ func FuzzServerRequest(f *testing.F) {
 		}
 		f.Add(kind, b)
 	}
-	seed(0, &bookiepb.AddRequest{Tag: 1, Instance: inst, LedgerId: 1, EntryId: 5, Lac: 4, MasterKey: key, Payload: []byte("x")})
-	seed(0, &bookiepb.AddRequest{Instance: inst, LedgerId: 1, EntryId: 5, Lac: 5, MasterKey: key})
+	seed(0, &bookiepb.AddRequest{Instance: inst, Entries: []*bookiepb.AddEntry{
+		{Tag: 1, LedgerId: 1, EntryId: 5, Lac: 4, MasterKey: key, Payload: []byte("x")},
+		{Tag: 2, LedgerId: 1, EntryId: 5, Lac: 5, MasterKey: key},
+		{Tag: 3, LedgerId: 2, EntryId: 0, Lac: -1, MasterKey: key, Payload: make([]byte, 65)},
+		{Tag: 3, LedgerId: 1, EntryId: 7, Lac: 6, MasterKey: []byte("other")},
+	}})
+	seed(0, &bookiepb.AddRequest{Instance: "another", Entries: []*bookiepb.AddEntry{{LedgerId: 1, EntryId: 5, Lac: 4, MasterKey: key}}})
+	seed(0, &bookiepb.AddRequest{Instance: inst})
 	seed(1, &bookiepb.ReadRequest{Instance: inst, LedgerId: 1, FirstEntryId: 0, LastEntryId: 3, MaxBytes: 40})
 	seed(1, &bookiepb.ReadRequest{Instance: inst, LedgerId: 1, FirstEntryId: 2, LastEntryId: 2, Fence: true, MasterKey: key})
 	seed(2, &bookiepb.ReadLACRequest{Instance: inst, LedgerId: 1, WaitAfter: 7, TimeoutMs: 1})
@@ -65,16 +91,43 @@ func FuzzServerRequest(f *testing.F) {
 			if proto.Unmarshal(data, &req) != nil {
 				return
 			}
-			var got []*bookiepb.AddResponse
-			srv.add(&req, func(r *bookiepb.AddResponse) { got = append(got, r) })
-			if len(got) != 1 {
-				t.Fatalf("%d responses to one add", len(got))
+			var got fuzzResponder
+			if !srv.add(&req, func(n int) int { return n }, &got) {
+				t.Fatal("add stopped")
 			}
-			r := got[0]
-			known(r.GetCode())
-			invalid(validateAdd(&req, 64), r.GetCode())
-			if r.GetTag() != req.GetTag() || r.GetLedgerId() != req.GetLedgerId() || r.GetEntryId() != req.GetEntryId() {
-				t.Fatalf("response %v does not echo request %v", r, &req)
+			es := req.GetEntries()
+			if len(es) == 0 {
+				if got.refused != 1 || len(got.results) != 0 {
+					t.Fatalf("request without entries: %d refusals, %d results", got.refused, len(got.results))
+				}
+				return
+			}
+			// The engine (Mem, not holding) completes each add before
+			// Add returns: the results come in the entries' order.
+			if got.refused != 0 || len(got.results) != len(es) {
+				t.Fatalf("%d entries: %d results, %d refusals", len(es), len(got.results), got.refused)
+			}
+			batchErr := validateAddBatch(&req)
+			valid := 0
+			for i, e := range es {
+				r := got.results[i]
+				known(r.code)
+				verr := batchErr
+				if verr == nil {
+					verr = validateAddEntry(e, 64)
+				}
+				if verr != nil && r.code != bookiepb.Code_CODE_INVALID {
+					t.Fatalf("entry %v failing validation (%v) answered %v", e, verr, r.code)
+				}
+				if verr == nil && req.GetInstance() == inst {
+					valid++
+				}
+				if r.tag != e.GetTag() || r.ledger != e.GetLedgerId() || r.entry != e.GetEntryId() {
+					t.Fatalf("result %+v does not echo entry %v", r, e)
+				}
+			}
+			if mem.Adds() != adds+valid {
+				t.Fatalf("the engine saw %d adds, want %d (the valid ones for this instance)", mem.Adds()-adds, valid)
 			}
 		case 1:
 			var req bookiepb.ReadRequest

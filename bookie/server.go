@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -33,6 +34,16 @@ type Server struct {
 	mu     sync.Mutex
 	closed bool
 	wg     sync.WaitGroup // Add stream receivers
+
+	addStats addStats
+}
+
+// addStats counts the Add streams' traffic, for tests (and, one day,
+// metrics): with entries far above requests and responses, batching works.
+type addStats struct {
+	requests  atomic.Int64 // AddRequests received
+	entries   atomic.Int64 // entries in them
+	responses atomic.Int64 // AddResponses sent
 }
 
 // NewServer returns a Server for cfg. cfg must pass Validate: NewServer

@@ -56,13 +56,14 @@ type Limits struct {
 	// Each entry counts 32 bytes of envelope on top of its payload.
 	// Default 4 MiB; at most MaxMessageSize - 64 KiB.
 	MaxReadBytes int
-	// MaxAddsInFlight bounds, per Add stream, the adds received and not
-	// yet answered. At the bound the server stops reading the stream until
-	// a response has been sent, so a client that sends faster than the
-	// disk absorbs, or that does not read its responses, is held back by
-	// gRPC flow control instead of growing the server's memory: memory per
-	// stream is at most MaxAddsInFlight adds (payloads included). Default
-	// 4096.
+	// MaxAddsInFlight bounds, per Add stream, the adds (entries, however
+	// many each request carries) received and not yet answered. At the
+	// bound the server stops handing entries to the engine, and reading
+	// the stream, until a response has been sent, so a client that sends
+	// faster than the disk absorbs, or that does not read its responses,
+	// is held back by gRPC flow control instead of growing the server's
+	// memory: memory per stream is at most MaxAddsInFlight adds (payloads
+	// included) plus the request being handed in. Default 4096.
 	MaxAddsInFlight int
 	// MaxLongPoll caps how long a ReadLAC long poll waits. Default 10 s.
 	MaxLongPoll time.Duration

@@ -391,15 +391,15 @@ func TestWrongInstance(t *testing.T) {
 	defer raw.CloseSend()
 	for i, inst := range []string{"someone-else", h.instance} {
 		req := rawAdd(1, 1)
-		req.Tag, req.Instance = uint64(i), inst
+		req.Instance, req.Entries[0].Tag = inst, uint64(i)
 		if err := raw.Send(req); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, want := range []string{"CODE_WRONG_INSTANCE", "CODE_OK"} {
-		resp, err := raw.Recv()
-		if err != nil || resp.GetCode().String() != want {
-			t.Fatalf("raw stream response = %v, %v; want %s", resp, err, want)
+	got := rawResults(t, raw, 2, 0)
+	for i, want := range []string{"CODE_WRONG_INSTANCE", "CODE_OK"} {
+		if r := got.results[uint64(i)]; r.GetCode().String() != want {
+			t.Fatalf("raw stream result %d = %v; want %s", i, r, want)
 		}
 	}
 	if e, err := good.Read(ctx, 1, 1); err != nil || !bytes.Equal(e.Payload, []byte("p")) {

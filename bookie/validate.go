@@ -44,26 +44,50 @@ func checkMasterKey(k []byte) error {
 	return nil
 }
 
-func validateAdd(r *bookiepb.AddRequest, maxEntry int) error {
+// errEmptyAdd refuses an AddRequest without entries (AddResponse.code).
+var errEmptyAdd = fmt.Errorf("%w: add request without entries", ErrInvalid)
+
+// validateAddBatch checks what an AddRequest's entries share: the
+// instance, and the batch bounds (MaxAddBatch entries; MaxAddBatchBytes of
+// payload when there is more than one). Its error applies to every entry.
+func validateAddBatch(r *bookiepb.AddRequest) error {
 	if err := checkInstance(r.GetInstance(), false); err != nil {
 		return err
 	}
-	if err := checkLedger(r.GetLedgerId()); err != nil {
+	es := r.GetEntries()
+	if len(es) > MaxAddBatch {
+		return fmt.Errorf("%w: add request has %d entries (at most %d)", ErrInvalid, len(es), MaxAddBatch)
+	}
+	if len(es) > 1 {
+		total := 0
+		for _, e := range es {
+			total += len(e.GetPayload())
+		}
+		if total > MaxAddBatchBytes {
+			return fmt.Errorf("%w: add request has %d entries of %d payload bytes in all (at most %d)", ErrInvalid, len(es), total, MaxAddBatchBytes)
+		}
+	}
+	return nil
+}
+
+// validateAddEntry checks one entry of an AddRequest.
+func validateAddEntry(e *bookiepb.AddEntry, maxEntry int) error {
+	if err := checkLedger(e.GetLedgerId()); err != nil {
 		return err
 	}
-	if r.GetEntryId() < 0 {
-		return fmt.Errorf("%w: entry_id %d is negative", ErrInvalid, r.GetEntryId())
+	if e.GetEntryId() < 0 {
+		return fmt.Errorf("%w: entry_id %d is negative", ErrInvalid, e.GetEntryId())
 	}
 	// The piggybacked LAC confirms entries before this one, never this one
 	// or later: a reader trusts a bookie's LAC to read up to it.
-	if r.GetLac() < storage.NoEntry || r.GetLac() >= r.GetEntryId() {
-		return fmt.Errorf("%w: lac %d must be in -1..entry_id-1 (entry_id %d)", ErrInvalid, r.GetLac(), r.GetEntryId())
+	if e.GetLac() < storage.NoEntry || e.GetLac() >= e.GetEntryId() {
+		return fmt.Errorf("%w: lac %d must be in -1..entry_id-1 (entry_id %d)", ErrInvalid, e.GetLac(), e.GetEntryId())
 	}
-	if err := checkMasterKey(r.GetMasterKey()); err != nil {
+	if err := checkMasterKey(e.GetMasterKey()); err != nil {
 		return err
 	}
-	if len(r.GetPayload()) > maxEntry {
-		return fmt.Errorf("%w: payload is %d bytes (at most %d)", ErrInvalid, len(r.GetPayload()), maxEntry)
+	if len(e.GetPayload()) > maxEntry {
+		return fmt.Errorf("%w: payload is %d bytes (at most %d)", ErrInvalid, len(e.GetPayload()), maxEntry)
 	}
 	return nil
 }

@@ -7,8 +7,55 @@ import (
 	"github.com/stratamesh/strata/bookie/bookiepb"
 )
 
+// rawAdd is a request of one entry (ledger l, entry e, LAC e-1, payload
+// "p") without instance.
 func rawAdd(l, e int64) *bookiepb.AddRequest {
-	return &bookiepb.AddRequest{LedgerId: l, EntryId: e, Lac: e - 1, MasterKey: key, Payload: []byte("p")}
+	return &bookiepb.AddRequest{Entries: []*bookiepb.AddEntry{rawEntry(l, e)}}
+}
+
+func rawEntry(l, e int64) *bookiepb.AddEntry {
+	return &bookiepb.AddEntry{LedgerId: l, EntryId: e, Lac: e - 1, MasterKey: key, Payload: []byte("p")}
+}
+
+// rawReplies is what rawResults collected from a raw Add stream.
+type rawReplies struct {
+	results   map[uint64]*bookiepb.AddResult // by tag; OK ones carry only Tag and Code
+	responses int                            // AddResponse messages received
+	refusals  []*bookiepb.AddResponse        // responses with a code of their own
+}
+
+// rawResults receives responses on a raw Add stream until n entries have
+// their result and the refusals expected (of requests without entries)
+// have come; a second result for one tag fails the test.
+func rawResults(t *testing.T, stream bookiepb.Bookie_AddClient, n, refusals int) rawReplies {
+	t.Helper()
+	r := rawReplies{results: map[uint64]*bookiepb.AddResult{}}
+	put := func(res *bookiepb.AddResult) {
+		if _, dup := r.results[res.GetTag()]; dup {
+			t.Fatalf("two results for tag %d", res.GetTag())
+		}
+		r.results[res.GetTag()] = res
+	}
+	for len(r.results) < n || len(r.refusals) < refusals {
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("after %d results: %v", len(r.results), err)
+		}
+		r.responses++
+		if resp.GetCode() != bookiepb.Code_CODE_UNSPECIFIED {
+			r.refusals = append(r.refusals, resp)
+		}
+		for _, tag := range resp.GetOkTags() {
+			put(&bookiepb.AddResult{Tag: tag, Code: bookiepb.Code_CODE_OK})
+		}
+		for _, res := range resp.GetFailed() {
+			if res.GetCode() == bookiepb.Code_CODE_OK {
+				t.Fatalf("failed result with CODE_OK: %v", res)
+			}
+			put(res)
+		}
+	}
+	return r
 }
 
 // TestMalformedRequestsAreInvalid sends malformed requests over the wire
@@ -20,42 +67,84 @@ func TestMalformedRequestsAreInvalid(t *testing.T) {
 	ctx := testCtx(t)
 	inst := h.instance
 
-	adds := []struct {
+	// Faults of one entry, all in one request: each gets its own answer.
+	entries := []struct {
+		want string
+		mod  func(e *bookiepb.AddEntry)
+	}{
+		{"ledger_id -1", func(e *bookiepb.AddEntry) { e.LedgerId = -1 }},
+		{"entry_id -3", func(e *bookiepb.AddEntry) { e.EntryId, e.Lac = -3, -4 }},
+		{"lac -2", func(e *bookiepb.AddEntry) { e.Lac = -2 }},
+		{"lac 4 must be", func(e *bookiepb.AddEntry) { e.Lac = 4 }},
+		{"lac 5 must be", func(e *bookiepb.AddEntry) { e.Lac = 5 }},
+		{"master_key is required", func(e *bookiepb.AddEntry) { e.MasterKey = nil }},
+		{"master_key is 1025 bytes", func(e *bookiepb.AddEntry) { e.MasterKey = make([]byte, 1025) }},
+		{"payload is 1025 bytes", func(e *bookiepb.AddEntry) { e.Payload = make([]byte, 1025) }},
+	}
+	// Faults of a whole request: every entry of it gets the answer.
+	const perRequest = 3
+	requests := []struct {
 		want string
 		mod  func(r *bookiepb.AddRequest)
 	}{
 		{"instance is required", func(r *bookiepb.AddRequest) { r.Instance = "" }},
 		{"instance is 65 bytes", func(r *bookiepb.AddRequest) { r.Instance = strings.Repeat("x", 65) }},
-		{"ledger_id -1", func(r *bookiepb.AddRequest) { r.LedgerId = -1 }},
-		{"entry_id -3", func(r *bookiepb.AddRequest) { r.EntryId, r.Lac = -3, -4 }},
-		{"lac -2", func(r *bookiepb.AddRequest) { r.Lac = -2 }},
-		{"lac 4 must be", func(r *bookiepb.AddRequest) { r.Lac = 4 }},
-		{"lac 5 must be", func(r *bookiepb.AddRequest) { r.Lac = 5 }},
-		{"master_key is required", func(r *bookiepb.AddRequest) { r.MasterKey = nil }},
-		{"master_key is 1025 bytes", func(r *bookiepb.AddRequest) { r.MasterKey = make([]byte, 1025) }},
-		{"payload is 1025 bytes", func(r *bookiepb.AddRequest) { r.Payload = make([]byte, 1025) }},
+		{"has 1025 entries (at most 1024)", func(r *bookiepb.AddRequest) {
+			for len(r.Entries) < MaxAddBatch+1 {
+				r.Entries = append(r.Entries, rawEntry(1, 4))
+			}
+		}},
 	}
 	stream, err := c.rpc.Add(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, a := range adds {
-		r := rawAdd(1, 4)
-		r.Tag, r.Instance = uint64(i), inst
+	one := &bookiepb.AddRequest{Instance: inst}
+	for i, a := range entries {
+		e := rawEntry(1, 4)
+		e.Tag = uint64(i)
+		a.mod(e)
+		one.Entries = append(one.Entries, e)
+	}
+	if err := stream.Send(one); err != nil {
+		t.Fatal(err)
+	}
+	var want []string // by tag
+	for _, a := range entries {
+		want = append(want, a.want)
+	}
+	for _, a := range requests {
+		r := &bookiepb.AddRequest{Instance: inst}
+		for range perRequest {
+			r.Entries = append(r.Entries, rawEntry(1, 4))
+		}
 		a.mod(r)
+		for _, e := range r.Entries {
+			e.Tag = uint64(len(want))
+			want = append(want, a.want)
+		}
 		if err := stream.Send(r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for range adds {
-		resp, err := stream.Recv()
-		if err != nil {
-			t.Fatal(err)
+	// No entries at all: refused in the response's own code.
+	if err := stream.Send(&bookiepb.AddRequest{Instance: inst}); err != nil {
+		t.Fatal(err)
+	}
+	got := rawResults(t, stream, len(want), 1)
+	for tag, w := range want {
+		r := got.results[uint64(tag)]
+		if r.GetCode() != bookiepb.Code_CODE_INVALID || !strings.Contains(r.GetMessage(), w) {
+			t.Errorf("add %q: %v %q", w, r.GetCode(), r.GetMessage())
 		}
-		a := adds[resp.GetTag()]
-		if resp.GetCode() != bookiepb.Code_CODE_INVALID || !strings.Contains(resp.GetMessage(), a.want) || resp.GetEntryId() != entryOf(a.mod) {
-			t.Errorf("add %q: %v %q (entry %d)", a.want, resp.GetCode(), resp.GetMessage(), resp.GetEntryId())
+	}
+	for i, a := range entries {
+		if r := got.results[uint64(i)]; r.GetEntryId() != entryOf(a.mod) || r.GetLedgerId() != ledgerOf(a.mod) {
+			t.Errorf("add %q answered for ledger %d entry %d", a.want, r.GetLedgerId(), r.GetEntryId())
 		}
+	}
+	if r := got.refusals[0]; r.GetCode() != bookiepb.Code_CODE_INVALID || !strings.Contains(r.GetMessage(), "without entries") {
+		t.Errorf("request without entries: %v", r)
 	}
 	if err := stream.CloseSend(); err != nil {
 		t.Fatal(err)
@@ -118,9 +207,15 @@ func TestMalformedRequestsAreInvalid(t *testing.T) {
 	}
 }
 
-// entryOf is the entry id an add test case sends.
-func entryOf(mod func(*bookiepb.AddRequest)) int64 {
-	r := rawAdd(1, 4)
-	mod(r)
-	return r.GetEntryId()
+// entryOf and ledgerOf are the ids of an entry test case.
+func entryOf(mod func(*bookiepb.AddEntry)) int64 {
+	e := rawEntry(1, 4)
+	mod(e)
+	return e.GetEntryId()
+}
+
+func ledgerOf(mod func(*bookiepb.AddEntry)) int64 {
+	e := rawEntry(1, 4)
+	mod(e)
+	return e.GetLedgerId()
 }

@@ -114,22 +114,15 @@ func (Code) EnumDescriptor() ([]byte, []int) {
 	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{0}
 }
 
+// A batch of adds. At most 1024 entries (more: every entry of the request
+// gets CODE_INVALID); when it has more than one entry, their payloads total
+// at most 4 MiB (more: CODE_INVALID for each). A request without entries is
+// refused through AddResponse.code.
 type AddRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Chosen by the client, echoed in the response; unique among the stream's
-	// adds in flight.
-	Tag      uint64 `protobuf:"varint,1,opt,name=tag,proto3" json:"tag,omitempty"`
-	Instance string `protobuf:"bytes,2,opt,name=instance,proto3" json:"instance,omitempty"`
-	LedgerId int64  `protobuf:"varint,3,opt,name=ledger_id,json=ledgerId,proto3" json:"ledger_id,omitempty"`
-	EntryId  int64  `protobuf:"varint,4,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
-	// The writer's last add confirmed, piggybacked: -1 <= lac < entry_id.
-	Lac int64 `protobuf:"varint,5,opt,name=lac,proto3" json:"lac,omitempty"`
-	// Required (non-empty); fixed by the ledger's first add or fence.
-	MasterKey []byte `protobuf:"bytes,6,opt,name=master_key,json=masterKey,proto3" json:"master_key,omitempty"`
-	Payload   []byte `protobuf:"bytes,7,opt,name=payload,proto3" json:"payload,omitempty"`
-	// A recovery add (rewriting an entry during ledger recovery) is accepted
-	// on a fenced ledger.
-	Recovery      bool `protobuf:"varint,8,opt,name=recovery,proto3" json:"recovery,omitempty"`
+	// The instance every entry of the request is meant for.
+	Instance      string      `protobuf:"bytes,2,opt,name=instance,proto3" json:"instance,omitempty"`
+	Entries       []*AddEntry `protobuf:"bytes,9,rep,name=entries,proto3" json:"entries,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -164,13 +157,6 @@ func (*AddRequest) Descriptor() ([]byte, []int) {
 	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{0}
 }
 
-func (x *AddRequest) GetTag() uint64 {
-	if x != nil {
-		return x.Tag
-	}
-	return 0
-}
-
 func (x *AddRequest) GetInstance() string {
 	if x != nil {
 		return x.Instance
@@ -178,63 +164,132 @@ func (x *AddRequest) GetInstance() string {
 	return ""
 }
 
-func (x *AddRequest) GetLedgerId() int64 {
+func (x *AddRequest) GetEntries() []*AddEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+// One add of an AddRequest.
+type AddEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Chosen by the client, echoed in the entry's result; unique among the
+	// stream's adds in flight.
+	Tag      uint64 `protobuf:"varint,1,opt,name=tag,proto3" json:"tag,omitempty"`
+	LedgerId int64  `protobuf:"varint,2,opt,name=ledger_id,json=ledgerId,proto3" json:"ledger_id,omitempty"`
+	EntryId  int64  `protobuf:"varint,3,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	// The writer's last add confirmed, piggybacked: -1 <= lac < entry_id.
+	Lac int64 `protobuf:"varint,4,opt,name=lac,proto3" json:"lac,omitempty"`
+	// Required (non-empty); fixed by the ledger's first add or fence.
+	MasterKey []byte `protobuf:"bytes,5,opt,name=master_key,json=masterKey,proto3" json:"master_key,omitempty"`
+	Payload   []byte `protobuf:"bytes,6,opt,name=payload,proto3" json:"payload,omitempty"`
+	// A recovery add (rewriting an entry during ledger recovery) is accepted
+	// on a fenced ledger.
+	Recovery      bool `protobuf:"varint,7,opt,name=recovery,proto3" json:"recovery,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddEntry) Reset() {
+	*x = AddEntry{}
+	mi := &file_bookie_v1_bookie_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddEntry) ProtoMessage() {}
+
+func (x *AddEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_bookie_v1_bookie_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddEntry.ProtoReflect.Descriptor instead.
+func (*AddEntry) Descriptor() ([]byte, []int) {
+	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *AddEntry) GetTag() uint64 {
+	if x != nil {
+		return x.Tag
+	}
+	return 0
+}
+
+func (x *AddEntry) GetLedgerId() int64 {
 	if x != nil {
 		return x.LedgerId
 	}
 	return 0
 }
 
-func (x *AddRequest) GetEntryId() int64 {
+func (x *AddEntry) GetEntryId() int64 {
 	if x != nil {
 		return x.EntryId
 	}
 	return 0
 }
 
-func (x *AddRequest) GetLac() int64 {
+func (x *AddEntry) GetLac() int64 {
 	if x != nil {
 		return x.Lac
 	}
 	return 0
 }
 
-func (x *AddRequest) GetMasterKey() []byte {
+func (x *AddEntry) GetMasterKey() []byte {
 	if x != nil {
 		return x.MasterKey
 	}
 	return nil
 }
 
-func (x *AddRequest) GetPayload() []byte {
+func (x *AddEntry) GetPayload() []byte {
 	if x != nil {
 		return x.Payload
 	}
 	return nil
 }
 
-func (x *AddRequest) GetRecovery() bool {
+func (x *AddEntry) GetRecovery() bool {
 	if x != nil {
 		return x.Recovery
 	}
 	return false
 }
 
+// Results of adds, from any of the stream's requests. Each add in flight
+// gets exactly one result, in ok_tags or in failed.
 type AddResponse struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	Tag      uint64                 `protobuf:"varint,1,opt,name=tag,proto3" json:"tag,omitempty"`
-	LedgerId int64                  `protobuf:"varint,2,opt,name=ledger_id,json=ledgerId,proto3" json:"ledger_id,omitempty"`
-	EntryId  int64                  `protobuf:"varint,3,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
-	// CODE_OK once the entry is durable (journaled and fsynced).
-	Code          Code   `protobuf:"varint,4,opt,name=code,proto3,enum=bookie.v1.Code" json:"code,omitempty"`
-	Message       string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tags of adds now durable (journaled and fsynced): CODE_OK.
+	OkTags []uint64 `protobuf:"varint,6,rep,packed,name=ok_tags,json=okTags,proto3" json:"ok_tags,omitempty"`
+	// The adds refused or failed, each with its code (never CODE_OK).
+	Failed []*AddResult `protobuf:"bytes,7,rep,name=failed,proto3" json:"failed,omitempty"`
+	// Not about any add: CODE_INVALID when the server received requests
+	// without entries since its previous response (they have no tag to
+	// answer by); CODE_UNSPECIFIED otherwise.
+	Code          Code   `protobuf:"varint,8,opt,name=code,proto3,enum=bookie.v1.Code" json:"code,omitempty"`
+	Message       string `protobuf:"bytes,9,opt,name=message,proto3" json:"message,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AddResponse) Reset() {
 	*x = AddResponse{}
-	mi := &file_bookie_v1_bookie_proto_msgTypes[1]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -246,7 +301,7 @@ func (x *AddResponse) String() string {
 func (*AddResponse) ProtoMessage() {}
 
 func (x *AddResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bookie_v1_bookie_proto_msgTypes[1]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -259,28 +314,21 @@ func (x *AddResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddResponse.ProtoReflect.Descriptor instead.
 func (*AddResponse) Descriptor() ([]byte, []int) {
-	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{1}
+	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{2}
 }
 
-func (x *AddResponse) GetTag() uint64 {
+func (x *AddResponse) GetOkTags() []uint64 {
 	if x != nil {
-		return x.Tag
+		return x.OkTags
 	}
-	return 0
+	return nil
 }
 
-func (x *AddResponse) GetLedgerId() int64 {
+func (x *AddResponse) GetFailed() []*AddResult {
 	if x != nil {
-		return x.LedgerId
+		return x.Failed
 	}
-	return 0
-}
-
-func (x *AddResponse) GetEntryId() int64 {
-	if x != nil {
-		return x.EntryId
-	}
-	return 0
+	return nil
 }
 
 func (x *AddResponse) GetCode() Code {
@@ -291,6 +339,82 @@ func (x *AddResponse) GetCode() Code {
 }
 
 func (x *AddResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type AddResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tag           uint64                 `protobuf:"varint,1,opt,name=tag,proto3" json:"tag,omitempty"`
+	LedgerId      int64                  `protobuf:"varint,2,opt,name=ledger_id,json=ledgerId,proto3" json:"ledger_id,omitempty"`
+	EntryId       int64                  `protobuf:"varint,3,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	Code          Code                   `protobuf:"varint,4,opt,name=code,proto3,enum=bookie.v1.Code" json:"code,omitempty"`
+	Message       string                 `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddResult) Reset() {
+	*x = AddResult{}
+	mi := &file_bookie_v1_bookie_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddResult) ProtoMessage() {}
+
+func (x *AddResult) ProtoReflect() protoreflect.Message {
+	mi := &file_bookie_v1_bookie_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddResult.ProtoReflect.Descriptor instead.
+func (*AddResult) Descriptor() ([]byte, []int) {
+	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *AddResult) GetTag() uint64 {
+	if x != nil {
+		return x.Tag
+	}
+	return 0
+}
+
+func (x *AddResult) GetLedgerId() int64 {
+	if x != nil {
+		return x.LedgerId
+	}
+	return 0
+}
+
+func (x *AddResult) GetEntryId() int64 {
+	if x != nil {
+		return x.EntryId
+	}
+	return 0
+}
+
+func (x *AddResult) GetCode() Code {
+	if x != nil {
+		return x.Code
+	}
+	return Code_CODE_UNSPECIFIED
+}
+
+func (x *AddResult) GetMessage() string {
 	if x != nil {
 		return x.Message
 	}
@@ -310,7 +434,7 @@ type Entry struct {
 
 func (x *Entry) Reset() {
 	*x = Entry{}
-	mi := &file_bookie_v1_bookie_proto_msgTypes[2]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -322,7 +446,7 @@ func (x *Entry) String() string {
 func (*Entry) ProtoMessage() {}
 
 func (x *Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_bookie_v1_bookie_proto_msgTypes[2]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -335,7 +459,7 @@ func (x *Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Entry.ProtoReflect.Descriptor instead.
 func (*Entry) Descriptor() ([]byte, []int) {
-	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{2}
+	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Entry) GetLedgerId() int64 {
@@ -388,7 +512,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_bookie_v1_bookie_proto_msgTypes[3]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -400,7 +524,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bookie_v1_bookie_proto_msgTypes[3]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -413,7 +537,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{3}
+	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReadRequest) GetInstance() string {
@@ -482,7 +606,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_bookie_v1_bookie_proto_msgTypes[4]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -494,7 +618,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bookie_v1_bookie_proto_msgTypes[4]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -507,7 +631,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{4}
+	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReadResponse) GetCode() Code {
@@ -553,7 +677,7 @@ type ReadLACRequest struct {
 
 func (x *ReadLACRequest) Reset() {
 	*x = ReadLACRequest{}
-	mi := &file_bookie_v1_bookie_proto_msgTypes[5]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -565,7 +689,7 @@ func (x *ReadLACRequest) String() string {
 func (*ReadLACRequest) ProtoMessage() {}
 
 func (x *ReadLACRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bookie_v1_bookie_proto_msgTypes[5]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -578,7 +702,7 @@ func (x *ReadLACRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadLACRequest.ProtoReflect.Descriptor instead.
 func (*ReadLACRequest) Descriptor() ([]byte, []int) {
-	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{5}
+	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ReadLACRequest) GetInstance() string {
@@ -620,7 +744,7 @@ type ReadLACResponse struct {
 
 func (x *ReadLACResponse) Reset() {
 	*x = ReadLACResponse{}
-	mi := &file_bookie_v1_bookie_proto_msgTypes[6]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -632,7 +756,7 @@ func (x *ReadLACResponse) String() string {
 func (*ReadLACResponse) ProtoMessage() {}
 
 func (x *ReadLACResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bookie_v1_bookie_proto_msgTypes[6]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -645,7 +769,7 @@ func (x *ReadLACResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadLACResponse.ProtoReflect.Descriptor instead.
 func (*ReadLACResponse) Descriptor() ([]byte, []int) {
-	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{6}
+	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReadLACResponse) GetCode() Code {
@@ -681,7 +805,7 @@ type FenceRequest struct {
 
 func (x *FenceRequest) Reset() {
 	*x = FenceRequest{}
-	mi := &file_bookie_v1_bookie_proto_msgTypes[7]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -693,7 +817,7 @@ func (x *FenceRequest) String() string {
 func (*FenceRequest) ProtoMessage() {}
 
 func (x *FenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bookie_v1_bookie_proto_msgTypes[7]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -706,7 +830,7 @@ func (x *FenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceRequest.ProtoReflect.Descriptor instead.
 func (*FenceRequest) Descriptor() ([]byte, []int) {
-	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{7}
+	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *FenceRequest) GetInstance() string {
@@ -742,7 +866,7 @@ type FenceResponse struct {
 
 func (x *FenceResponse) Reset() {
 	*x = FenceResponse{}
-	mi := &file_bookie_v1_bookie_proto_msgTypes[8]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -754,7 +878,7 @@ func (x *FenceResponse) String() string {
 func (*FenceResponse) ProtoMessage() {}
 
 func (x *FenceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bookie_v1_bookie_proto_msgTypes[8]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -767,7 +891,7 @@ func (x *FenceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceResponse.ProtoReflect.Descriptor instead.
 func (*FenceResponse) Descriptor() ([]byte, []int) {
-	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{8}
+	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FenceResponse) GetCode() Code {
@@ -803,7 +927,7 @@ type InfoRequest struct {
 
 func (x *InfoRequest) Reset() {
 	*x = InfoRequest{}
-	mi := &file_bookie_v1_bookie_proto_msgTypes[9]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -815,7 +939,7 @@ func (x *InfoRequest) String() string {
 func (*InfoRequest) ProtoMessage() {}
 
 func (x *InfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_bookie_v1_bookie_proto_msgTypes[9]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -828,7 +952,7 @@ func (x *InfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoRequest.ProtoReflect.Descriptor instead.
 func (*InfoRequest) Descriptor() ([]byte, []int) {
-	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{9}
+	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *InfoRequest) GetInstance() string {
@@ -859,7 +983,7 @@ type LedgerInfo struct {
 
 func (x *LedgerInfo) Reset() {
 	*x = LedgerInfo{}
-	mi := &file_bookie_v1_bookie_proto_msgTypes[10]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -871,7 +995,7 @@ func (x *LedgerInfo) String() string {
 func (*LedgerInfo) ProtoMessage() {}
 
 func (x *LedgerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_bookie_v1_bookie_proto_msgTypes[10]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -884,7 +1008,7 @@ func (x *LedgerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LedgerInfo.ProtoReflect.Descriptor instead.
 func (*LedgerInfo) Descriptor() ([]byte, []int) {
-	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{10}
+	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *LedgerInfo) GetLedgerId() int64 {
@@ -950,7 +1074,7 @@ type InfoResponse struct {
 
 func (x *InfoResponse) Reset() {
 	*x = InfoResponse{}
-	mi := &file_bookie_v1_bookie_proto_msgTypes[11]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1086,7 @@ func (x *InfoResponse) String() string {
 func (*InfoResponse) ProtoMessage() {}
 
 func (x *InfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_bookie_v1_bookie_proto_msgTypes[11]
+	mi := &file_bookie_v1_bookie_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1099,7 @@ func (x *InfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoResponse.ProtoReflect.Descriptor instead.
 func (*InfoResponse) Descriptor() ([]byte, []int) {
-	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{11}
+	return file_bookie_v1_bookie_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *InfoResponse) GetCode() Code {
@@ -1059,19 +1183,26 @@ var File_bookie_v1_bookie_proto protoreflect.FileDescriptor
 
 const file_bookie_v1_bookie_proto_rawDesc = "" +
 	"\n" +
-	"\x16bookie/v1/bookie.proto\x12\tbookie.v1\"\xd9\x01\n" +
+	"\x16bookie/v1/bookie.proto\x12\tbookie.v1\"c\n" +
 	"\n" +
-	"AddRequest\x12\x10\n" +
-	"\x03tag\x18\x01 \x01(\x04R\x03tag\x12\x1a\n" +
-	"\binstance\x18\x02 \x01(\tR\binstance\x12\x1b\n" +
-	"\tledger_id\x18\x03 \x01(\x03R\bledgerId\x12\x19\n" +
-	"\bentry_id\x18\x04 \x01(\x03R\aentryId\x12\x10\n" +
-	"\x03lac\x18\x05 \x01(\x03R\x03lac\x12\x1d\n" +
+	"AddRequest\x12\x1a\n" +
+	"\binstance\x18\x02 \x01(\tR\binstance\x12-\n" +
+	"\aentries\x18\t \x03(\v2\x13.bookie.v1.AddEntryR\aentriesJ\x04\b\x01\x10\x02J\x04\b\x03\x10\t\"\xbb\x01\n" +
+	"\bAddEntry\x12\x10\n" +
+	"\x03tag\x18\x01 \x01(\x04R\x03tag\x12\x1b\n" +
+	"\tledger_id\x18\x02 \x01(\x03R\bledgerId\x12\x19\n" +
+	"\bentry_id\x18\x03 \x01(\x03R\aentryId\x12\x10\n" +
+	"\x03lac\x18\x04 \x01(\x03R\x03lac\x12\x1d\n" +
 	"\n" +
-	"master_key\x18\x06 \x01(\fR\tmasterKey\x12\x18\n" +
-	"\apayload\x18\a \x01(\fR\apayload\x12\x1a\n" +
-	"\brecovery\x18\b \x01(\bR\brecovery\"\x96\x01\n" +
-	"\vAddResponse\x12\x10\n" +
+	"master_key\x18\x05 \x01(\fR\tmasterKey\x12\x18\n" +
+	"\apayload\x18\x06 \x01(\fR\apayload\x12\x1a\n" +
+	"\brecovery\x18\a \x01(\bR\brecovery\"\x99\x01\n" +
+	"\vAddResponse\x12\x17\n" +
+	"\aok_tags\x18\x06 \x03(\x04R\x06okTags\x12,\n" +
+	"\x06failed\x18\a \x03(\v2\x14.bookie.v1.AddResultR\x06failed\x12#\n" +
+	"\x04code\x18\b \x01(\x0e2\x0f.bookie.v1.CodeR\x04code\x12\x18\n" +
+	"\amessage\x18\t \x01(\tR\amessageJ\x04\b\x01\x10\x06\"\x94\x01\n" +
+	"\tAddResult\x12\x10\n" +
 	"\x03tag\x18\x01 \x01(\x04R\x03tag\x12\x1b\n" +
 	"\tledger_id\x18\x02 \x01(\x03R\bledgerId\x12\x19\n" +
 	"\bentry_id\x18\x03 \x01(\x03R\aentryId\x12#\n" +
@@ -1175,45 +1306,50 @@ func file_bookie_v1_bookie_proto_rawDescGZIP() []byte {
 }
 
 var file_bookie_v1_bookie_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_bookie_v1_bookie_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_bookie_v1_bookie_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_bookie_v1_bookie_proto_goTypes = []any{
 	(Code)(0),               // 0: bookie.v1.Code
 	(*AddRequest)(nil),      // 1: bookie.v1.AddRequest
-	(*AddResponse)(nil),     // 2: bookie.v1.AddResponse
-	(*Entry)(nil),           // 3: bookie.v1.Entry
-	(*ReadRequest)(nil),     // 4: bookie.v1.ReadRequest
-	(*ReadResponse)(nil),    // 5: bookie.v1.ReadResponse
-	(*ReadLACRequest)(nil),  // 6: bookie.v1.ReadLACRequest
-	(*ReadLACResponse)(nil), // 7: bookie.v1.ReadLACResponse
-	(*FenceRequest)(nil),    // 8: bookie.v1.FenceRequest
-	(*FenceResponse)(nil),   // 9: bookie.v1.FenceResponse
-	(*InfoRequest)(nil),     // 10: bookie.v1.InfoRequest
-	(*LedgerInfo)(nil),      // 11: bookie.v1.LedgerInfo
-	(*InfoResponse)(nil),    // 12: bookie.v1.InfoResponse
+	(*AddEntry)(nil),        // 2: bookie.v1.AddEntry
+	(*AddResponse)(nil),     // 3: bookie.v1.AddResponse
+	(*AddResult)(nil),       // 4: bookie.v1.AddResult
+	(*Entry)(nil),           // 5: bookie.v1.Entry
+	(*ReadRequest)(nil),     // 6: bookie.v1.ReadRequest
+	(*ReadResponse)(nil),    // 7: bookie.v1.ReadResponse
+	(*ReadLACRequest)(nil),  // 8: bookie.v1.ReadLACRequest
+	(*ReadLACResponse)(nil), // 9: bookie.v1.ReadLACResponse
+	(*FenceRequest)(nil),    // 10: bookie.v1.FenceRequest
+	(*FenceResponse)(nil),   // 11: bookie.v1.FenceResponse
+	(*InfoRequest)(nil),     // 12: bookie.v1.InfoRequest
+	(*LedgerInfo)(nil),      // 13: bookie.v1.LedgerInfo
+	(*InfoResponse)(nil),    // 14: bookie.v1.InfoResponse
 }
 var file_bookie_v1_bookie_proto_depIdxs = []int32{
-	0,  // 0: bookie.v1.AddResponse.code:type_name -> bookie.v1.Code
-	0,  // 1: bookie.v1.ReadResponse.code:type_name -> bookie.v1.Code
-	3,  // 2: bookie.v1.ReadResponse.entries:type_name -> bookie.v1.Entry
-	0,  // 3: bookie.v1.ReadLACResponse.code:type_name -> bookie.v1.Code
-	0,  // 4: bookie.v1.FenceResponse.code:type_name -> bookie.v1.Code
-	0,  // 5: bookie.v1.InfoResponse.code:type_name -> bookie.v1.Code
-	11, // 6: bookie.v1.InfoResponse.ledgers:type_name -> bookie.v1.LedgerInfo
-	1,  // 7: bookie.v1.Bookie.Add:input_type -> bookie.v1.AddRequest
-	4,  // 8: bookie.v1.Bookie.Read:input_type -> bookie.v1.ReadRequest
-	6,  // 9: bookie.v1.Bookie.ReadLAC:input_type -> bookie.v1.ReadLACRequest
-	8,  // 10: bookie.v1.Bookie.Fence:input_type -> bookie.v1.FenceRequest
-	10, // 11: bookie.v1.Bookie.Info:input_type -> bookie.v1.InfoRequest
-	2,  // 12: bookie.v1.Bookie.Add:output_type -> bookie.v1.AddResponse
-	5,  // 13: bookie.v1.Bookie.Read:output_type -> bookie.v1.ReadResponse
-	7,  // 14: bookie.v1.Bookie.ReadLAC:output_type -> bookie.v1.ReadLACResponse
-	9,  // 15: bookie.v1.Bookie.Fence:output_type -> bookie.v1.FenceResponse
-	12, // 16: bookie.v1.Bookie.Info:output_type -> bookie.v1.InfoResponse
-	12, // [12:17] is the sub-list for method output_type
-	7,  // [7:12] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	2,  // 0: bookie.v1.AddRequest.entries:type_name -> bookie.v1.AddEntry
+	4,  // 1: bookie.v1.AddResponse.failed:type_name -> bookie.v1.AddResult
+	0,  // 2: bookie.v1.AddResponse.code:type_name -> bookie.v1.Code
+	0,  // 3: bookie.v1.AddResult.code:type_name -> bookie.v1.Code
+	0,  // 4: bookie.v1.ReadResponse.code:type_name -> bookie.v1.Code
+	5,  // 5: bookie.v1.ReadResponse.entries:type_name -> bookie.v1.Entry
+	0,  // 6: bookie.v1.ReadLACResponse.code:type_name -> bookie.v1.Code
+	0,  // 7: bookie.v1.FenceResponse.code:type_name -> bookie.v1.Code
+	0,  // 8: bookie.v1.InfoResponse.code:type_name -> bookie.v1.Code
+	13, // 9: bookie.v1.InfoResponse.ledgers:type_name -> bookie.v1.LedgerInfo
+	1,  // 10: bookie.v1.Bookie.Add:input_type -> bookie.v1.AddRequest
+	6,  // 11: bookie.v1.Bookie.Read:input_type -> bookie.v1.ReadRequest
+	8,  // 12: bookie.v1.Bookie.ReadLAC:input_type -> bookie.v1.ReadLACRequest
+	10, // 13: bookie.v1.Bookie.Fence:input_type -> bookie.v1.FenceRequest
+	12, // 14: bookie.v1.Bookie.Info:input_type -> bookie.v1.InfoRequest
+	3,  // 15: bookie.v1.Bookie.Add:output_type -> bookie.v1.AddResponse
+	7,  // 16: bookie.v1.Bookie.Read:output_type -> bookie.v1.ReadResponse
+	9,  // 17: bookie.v1.Bookie.ReadLAC:output_type -> bookie.v1.ReadLACResponse
+	11, // 18: bookie.v1.Bookie.Fence:output_type -> bookie.v1.FenceResponse
+	14, // 19: bookie.v1.Bookie.Info:output_type -> bookie.v1.InfoResponse
+	15, // [15:20] is the sub-list for method output_type
+	10, // [10:15] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_bookie_v1_bookie_proto_init() }
@@ -1227,7 +1363,7 @@ func file_bookie_v1_bookie_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bookie_v1_bookie_proto_rawDesc), len(file_bookie_v1_bookie_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,11 +30,14 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type BookieClient interface {
-	// Add is a pipelined stream of adds: the client sends without waiting and
-	// each AddResponse echoes its request's tag, ledger and entry. Responses
-	// come in completion order, which may differ from the order of requests.
-	// The server keeps a bounded number of adds in flight per stream; beyond
-	// that it stops reading and gRPC flow control holds the client back.
+	// Add is a pipelined stream of adds: the client sends without waiting,
+	// and each AddRequest carries a batch of entries (one or more, each with
+	// its own tag). Every entry gets exactly one result, by its tag, in some
+	// AddResponse; a response carries the results of many entries, from any
+	// requests, in completion order (which may differ from the order sent).
+	// The server keeps a bounded number of entries in flight per stream;
+	// beyond that it stops reading and gRPC flow control holds the client
+	// back.
 	Add(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AddRequest, AddResponse], error)
 	// Read reads one entry (first_entry_id == last_entry_id) or a range.
 	// With fence set it is a recovery read: it first fences the ledger.
@@ -113,11 +116,14 @@ func (c *bookieClient) Info(ctx context.Context, in *InfoRequest, opts ...grpc.C
 // All implementations must embed UnimplementedBookieServer
 // for forward compatibility.
 type BookieServer interface {
-	// Add is a pipelined stream of adds: the client sends without waiting and
-	// each AddResponse echoes its request's tag, ledger and entry. Responses
-	// come in completion order, which may differ from the order of requests.
-	// The server keeps a bounded number of adds in flight per stream; beyond
-	// that it stops reading and gRPC flow control holds the client back.
+	// Add is a pipelined stream of adds: the client sends without waiting,
+	// and each AddRequest carries a batch of entries (one or more, each with
+	// its own tag). Every entry gets exactly one result, by its tag, in some
+	// AddResponse; a response carries the results of many entries, from any
+	// requests, in completion order (which may differ from the order sent).
+	// The server keeps a bounded number of entries in flight per stream;
+	// beyond that it stops reading and gRPC flow control holds the client
+	// back.
 	Add(grpc.BidiStreamingServer[AddRequest, AddResponse]) error
 	// Read reads one entry (first_entry_id == last_entry_id) or a range.
 	// With fence set it is a recovery read: it first fences the ledger.
