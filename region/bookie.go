@@ -78,6 +78,10 @@ func (n *Node) runBookie(ctx context.Context, dir string, port int) (*bookie.Boo
 			sc := storage.DefaultConfig()
 			sc.Dir = dir
 			sc.Logger = n.logger.With("component", "storage")
+			// No idle wait: under load the fsync in progress is the
+			// batching window; a lone add is fsynced at once. Measured
+			// in docs/perf.md (82k vs 60k adds/s at 256 in flight).
+			sc.JournalGroupWindow = 0
 			e, err := storage.Open(sc)
 			if err != nil {
 				return nil, err
