@@ -508,3 +508,42 @@ func TestAddStreamBadResponses(t *testing.T) {
 		})
 	}
 }
+
+// TestAddStreamRefusesUnsendableEntry: an entry too big for any bookie
+// message fails alone with ErrInvalid; the stream and the adds around it
+// carry on (gRPC would otherwise end the stream for all of them).
+func TestAddStreamRefusesUnsendableEntry(t *testing.T) {
+	h := startHarness(t)
+	c := h.dial(t, "")
+	s, err := c.NewAddStream(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := make(chan error, 3)
+	send := func(entry int64, size int) {
+		req := storage.AddRequest{LedgerID: 7, EntryID: entry, LAC: entry - 1, MasterKey: []byte("k"), Payload: make([]byte, size)}
+		if err := s.Send(req, func(err error) { results <- err }); err != nil {
+			t.Fatalf("Send %d: %v", entry, err)
+		}
+	}
+	send(0, 10)
+	send(1, MaxMessageSize+1)
+	send(2, 10)
+	var oks, invalid int
+	for range 3 {
+		switch err := <-results; {
+		case err == nil:
+			oks++
+		case errors.Is(err, ErrInvalid) && strings.Contains(err.Error(), "more than a bookie message carries"):
+			invalid++
+		default:
+			t.Fatalf("unexpected result: %v", err)
+		}
+	}
+	if oks != 2 || invalid != 1 {
+		t.Fatalf("oks=%d invalid=%d; want 2 and 1", oks, invalid)
+	}
+	if err := s.Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+}

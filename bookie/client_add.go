@@ -178,6 +178,13 @@ func (c *Client) NewAddStream(ctx context.Context) (*AddStream, error) {
 // copies req.Payload and req.MasterKey.
 func (s *AddStream) Send(req storage.AddRequest, done func(error)) error {
 	size := len(req.Payload) + len(req.MasterKey)
+	if size > MaxMessageSize-envelopeRoom {
+		// It could never be sent: gRPC would refuse the message and end
+		// the stream for every add on it. Fail this add alone.
+		done(fmt.Errorf("%w: entry %d/%d is %d bytes, more than a bookie message carries (%d)",
+			ErrInvalid, req.LedgerID, req.EntryID, size, MaxMessageSize-envelopeRoom))
+		return nil
+	}
 	s.mu.Lock()
 	for s.err == nil && !s.queue.fits(size) {
 		s.roomWaiters++

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,6 +58,7 @@ func TestUpTwoRegions(t *testing.T) {
 	})
 	t.Logf("mesh of %d regions alive after %v", len(live.Regions), took)
 	checkShape(t, live)
+	checkBookies(t, dataDir, live)
 
 	// SIGKILL one bookie of west; the rest of west must mark it failed.
 	victim := live.Node("west", "k2")
@@ -134,6 +136,40 @@ func checkShape(t *testing.T, f *meshfile.File) {
 		}
 		if r.Tier.Kind != "fs" || r.Tier.Dir == "" {
 			t.Errorf("region %s tier = %+v, want fs with a dir", r.Name, r.Tier)
+		}
+	}
+}
+
+// checkBookies checks `strata admin bookies list --json` and the bookie
+// details of `strata status` against the running mesh: every bookie of
+// every region registered, with the instance its own node reports.
+func checkBookies(t *testing.T, dataDir string, live *meshfile.File) {
+	t.Helper()
+	out, errOut, code := strata(t, "admin", "bookies", "list", "--json", "--data-dir", dataDir)
+	if code != 0 {
+		t.Fatalf("admin bookies list: code %d: %s", code, errOut)
+	}
+	var regions []struct {
+		Region  string `json:"region"`
+		Bookies []struct {
+			ID, Instance, Address string
+		} `json:"bookies"`
+	}
+	if err := json.Unmarshal([]byte(out), &regions); err != nil {
+		t.Fatalf("admin bookies list --json: %v\n%s", err, out)
+	}
+	if len(regions) != 2 {
+		t.Fatalf("bookie list has %d regions, want 2:\n%s", len(regions), out)
+	}
+	for _, r := range regions {
+		if len(r.Bookies) != 3 {
+			t.Fatalf("region %s lists %d bookies, want 3", r.Region, len(r.Bookies))
+		}
+		for _, b := range r.Bookies {
+			n := live.Node(r.Region, b.ID)
+			if n == nil || n.Bookie == nil || n.Bookie.Instance != b.Instance || n.GRPC != b.Address {
+				t.Errorf("bookie %s/%s: listed %+v, status shows %+v", r.Region, b.ID, b, n)
+			}
 		}
 	}
 }

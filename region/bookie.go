@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"time"
 
 	"go.opentelemetry.io/otel/metric"
 
@@ -26,9 +27,9 @@ type BookieView struct {
 	FreeBytes  int64  `json:"free_bytes"`
 	TotalBytes int64  `json:"total_bytes"`
 	Ledgers    int    `json:"ledgers"`
-	// Registered is true when the bookie's registration is in etcd (only
-	// in the region-wide list).
-	Registered bool `json:"registered"`
+	// Registered is true in the region-wide list, which comes from the
+	// registrations in etcd; absent from a bookie's own view.
+	Registered bool `json:"registered,omitempty"`
 	// Journal is the journal's group-commit counters since start (own
 	// view only).
 	Journal *JournalStats `json:"journal,omitempty"`
@@ -97,9 +98,12 @@ func (n *Node) localBookie() BookieView {
 	i := n.bookie.Info()
 	st := n.engine.Stats()
 	return BookieView{ID: i.BookieID, Instance: i.Instance, Address: i.Address, ReadOnly: i.ReadOnly,
-		UsedBytes: i.UsedBytes, FreeBytes: i.FreeBytes, TotalBytes: i.TotalBytes, Ledgers: i.NumLedgers, Registered: true,
+		UsedBytes: i.UsedBytes, FreeBytes: i.FreeBytes, TotalBytes: i.TotalBytes, Ledgers: i.NumLedgers,
 		Journal: &JournalStats{Batches: st.JournalBatches, Adds: st.JournalAdds, Bytes: st.JournalBytes, SyncSeconds: st.JournalSyncTime.Seconds()}}
 }
+
+// metadataTimeout bounds an admin request's wait for the region's etcd.
+const metadataTimeout = 3 * time.Second
 
 // registerBookieMetrics exports the journal's group-commit counters:
 // strata.bookie.journal.batches, .adds, .bytes and .sync (seconds in
@@ -134,9 +138,12 @@ func (n *Node) bookieRoutes(s *adminhttp.Server) {
 		}))
 	}
 	s.Handle("GET /admin/v1/bookies", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		regs, err := bookie.ListRegistrations(r.Context(), n.store)
+		ctx, cancel := context.WithTimeout(r.Context(), metadataTimeout)
+		defer cancel()
+		regs, err := bookie.ListRegistrations(ctx, n.store)
 		if err != nil {
-			adminhttp.WriteError(w, http.StatusServiceUnavailable, "metadata_unavailable", err.Error(), "")
+			adminhttp.WriteError(w, http.StatusServiceUnavailable, "metadata_unavailable",
+				"region "+n.cfg.Region+": its metadata (etcd) did not answer: "+err.Error(), "")
 			return
 		}
 		out := make([]BookieView, 0, len(regs))

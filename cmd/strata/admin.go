@@ -12,6 +12,7 @@ import (
 
 	"github.com/stratamesh/strata/internal/adminclient"
 	"github.com/stratamesh/strata/internal/meshfile"
+	"github.com/stratamesh/strata/internal/status"
 	"github.com/stratamesh/strata/region"
 )
 
@@ -55,7 +56,7 @@ func newAdmin() *cobra.Command {
 		Use:   "list",
 		Short: "List each region's registered bookies: id, instance, address, read-only, disk",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			urls, order, err := flags.targets()
 			if err != nil {
 				return err
@@ -66,16 +67,24 @@ func newAdmin() *cobra.Command {
 				Bookies []region.BookieView `json:"bookies"`
 			}
 			var all []answer
+			var failed []string
 			for _, r := range order {
 				ctx, cancel := context.WithTimeout(cmd.Context(), flags.timeout*time.Duration(max(1, len(urls[r]))))
 				var a answer
 				err := adminclient.GetFirst(ctx, client, urls[r], "/admin/v1/bookies", &a)
 				cancel()
-				if err != nil {
-					return fmt.Errorf("region %s: %w", r, err)
+				if err != nil { // report it, go on with the other regions
+					fmt.Fprintf(cmd.ErrOrStderr(), "strata: region %s: %v\n", r, err)
+					failed = append(failed, r)
+					continue
 				}
 				all = append(all, a)
 			}
+			defer func() {
+				if len(failed) > 0 && err == nil {
+					err = exitError{code: 1}
+				}
+			}()
 			if flags.json {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -85,7 +94,8 @@ func newAdmin() *cobra.Command {
 			fmt.Fprintln(tw, "REGION\tID\tINSTANCE\tADDRESS\tREAD-ONLY\tFREE\tTOTAL")
 			for _, a := range all {
 				for _, b := range a.Bookies {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%d\t%d\n", a.Region, b.ID, b.Instance, b.Address, b.ReadOnly, b.FreeBytes, b.TotalBytes)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%s\n", a.Region, b.ID, b.Instance, b.Address, b.ReadOnly,
+						status.BytesText(b.FreeBytes), status.BytesText(b.TotalBytes))
 				}
 			}
 			return tw.Flush()

@@ -37,7 +37,11 @@ func Targets(f *meshfile.File, region string) (map[string][]string, []string, er
 		}
 	}
 	if region != "" && len(order) == 0 {
-		return nil, nil, fmt.Errorf("adminclient: mesh %s has no region %q", f.Mesh, region)
+		var names []string
+		for _, r := range f.Regions {
+			names = append(names, r.Name)
+		}
+		return nil, nil, fmt.Errorf("mesh %s has no region %q (its regions: %s)", f.Mesh, region, strings.Join(names, ", "))
 	}
 	return urls, order, nil
 }

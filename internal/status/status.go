@@ -250,10 +250,11 @@ func detail(n meshfile.Node) string {
 	if b.ReadOnly {
 		ro = " READ-ONLY"
 	}
-	return fmt.Sprintf("instance %s, %d ledgers, %s used, %s free%s", inst, b.Ledgers, bytesText(b.UsedBytes), bytesText(b.FreeBytes), ro)
+	return fmt.Sprintf("instance %s, %d ledgers, %s used, %s free%s", inst, b.Ledgers, BytesText(b.UsedBytes), BytesText(b.FreeBytes), ro)
 }
 
-func bytesText(n int64) string {
+// BytesText prints a byte count in binary units, e.g. "75.5 GiB".
+func BytesText(n int64) string {
 	const unit = 1024
 	if n < unit {
 		return fmt.Sprintf("%d B", n)
