@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -90,6 +91,8 @@ func (r *report) checkNodes(p string, rg *Region) {
 		for _, pf := range nodePorts(n) {
 			if pf.port < 0 || pf.port > 65535 {
 				r.errorf(field(ep, pf.key), "%d is not a port (0..65535)", pf.port)
+			} else if used, known := rolePorts[n.Role]; known && pf.port != 0 && !used[pf.key] {
+				r.errorf(field(ep, pf.key), "a %s node has no %s (it serves %s)", n.Role, pf.key, strings.Join(sortedKeys(used), ", "))
 			}
 		}
 	}
@@ -118,6 +121,22 @@ type portField struct {
 }
 
 // nodePorts lists a node's port fields in file-format order.
+// rolePorts are the ports each role listens on.
+var rolePorts = map[string]map[string]bool{
+	RoleBroker: {"nats_port": true, "grpc_port": true, "admin_port": true, "serf_lan_port": true, "serf_wan_port": true},
+	RoleBookie: {"grpc_port": true, "admin_port": true, "serf_lan_port": true},
+	RoleMeta:   {"client_port": true, "peer_port": true, "admin_port": true, "serf_lan_port": true},
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 func nodePorts(n *Node) []portField {
 	return []portField{
 		{"nats_port", n.NATSPort}, {"grpc_port", n.GRPCPort}, {"admin_port", n.AdminPort},

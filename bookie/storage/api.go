@@ -80,7 +80,10 @@ type Storage interface {
 	// entry is in the journal and fsynced (group commit), or with an error
 	// (ErrFenced, ErrMasterKey, ErrReadOnly, ErrClosed, I/O errors). done
 	// may run on another goroutine and must not block for long. Adds of one
-	// ledger may complete out of order.
+	// ledger may complete out of order. Adding an entry id that is already
+	// stored replaces it (as BookKeeper's bookies do: ledger recovery and
+	// ensemble changes re-send entries); keeping one writer per ledger, and
+	// the same payload per entry id, is the ledger client's contract.
 	Add(req AddRequest, done func(error))
 	// Read returns one entry: ErrNoLedger, ErrNoEntry or ErrCorrupt when it
 	// cannot.
