@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stratamesh/strata/internal/meshfile"
+	"github.com/stratamesh/strata/internal/status"
+	"github.com/stratamesh/strata/internal/testutil"
 )
 
 // strataBin is the binary built by TestMain.
@@ -156,4 +158,24 @@ func meshStatus(t *testing.T, dataDir string) (*meshfile.File, bool) {
 // processGone reports whether pid no longer exists.
 func processGone(pid int) bool {
 	return syscall.Kill(pid, 0) == syscall.ESRCH
+}
+
+// waitAlive waits until `strata status` shows every node of the mesh
+// alive in its LAN pool and every broker alive in each region's WAN view,
+// failing early if up exits. It returns that status and the time taken.
+func waitAlive(t *testing.T, up *upProcess, what string) (*meshfile.File, time.Duration) {
+	t.Helper()
+	var live *meshfile.File
+	took := testutil.Eventually(t, what, 60*time.Second, func() bool {
+		if up.exited() {
+			t.Fatalf("strata up exited early: %v", up.exitErr)
+		}
+		f, ok := meshStatus(t, up.dataDir)
+		if ok && status.AllAlive(f) {
+			live = f
+			return true
+		}
+		return false
+	})
+	return live, took
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stratamesh/strata/internal/gossip"
 	"github.com/stratamesh/strata/internal/meshfile"
-	"github.com/stratamesh/strata/internal/status"
 	"github.com/stratamesh/strata/internal/testutil"
 )
 
@@ -37,25 +36,10 @@ tenants:
 // and leaves no node process behind.
 func TestUpTwoRegions(t *testing.T) {
 	dir := t.TempDir()
-	topo := filepath.Join(dir, "mesh.yaml")
-	if err := os.WriteFile(topo, []byte(twoRegions), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	topo := writeTopology(t, dir, "mesh.yaml", twoRegions)
 	dataDir := filepath.Join(dir, "data")
 	up := startUp(t, dataDir, "-f", topo)
-
-	var live *meshfile.File
-	took := testutil.Eventually(t, "every member alive in both LAN pools and the WAN pool", 60*time.Second, func() bool {
-		if up.exited() {
-			t.Fatalf("strata up exited early: %v", up.exitErr)
-		}
-		f, ok := meshStatus(t, dataDir)
-		if ok && status.AllAlive(f) {
-			live = f
-			return true
-		}
-		return false
-	})
+	live, took := waitAlive(t, up, "every member alive in both LAN pools and the WAN pool")
 	t.Logf("mesh of %d regions alive after %v", len(live.Regions), took)
 	checkShape(t, live)
 	checkBookies(t, dataDir, live)

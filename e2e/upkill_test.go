@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/stratamesh/strata/internal/status"
 	"github.com/stratamesh/strata/internal/testutil"
 )
 
@@ -26,23 +24,14 @@ regions:
 // must call the left-over mesh.json stale rather than show a dead mesh.
 func TestUpKilledTakesNodesWithIt(t *testing.T) {
 	dir := t.TempDir()
-	topo := filepath.Join(dir, "one.yaml")
-	if err := os.WriteFile(topo, []byte(oneRegion), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	topo := writeTopology(t, dir, "one.yaml", oneRegion)
 	dataDir := filepath.Join(dir, "data")
 	up := startUp(t, dataDir, "-f", topo)
+	live, _ := waitAlive(t, up, "the mesh alive")
 	var pids []int
-	testutil.Eventually(t, "the mesh alive", 60*time.Second, func() bool {
-		f, ok := meshStatus(t, dataDir)
-		if !ok || !status.AllAlive(f) {
-			return false
-		}
-		for _, n := range f.Regions[0].Nodes {
-			pids = append(pids, n.PID)
-		}
-		return true
-	})
+	for _, n := range live.Regions[0].Nodes {
+		pids = append(pids, n.PID)
+	}
 	if err := up.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -62,10 +51,7 @@ func TestUpKilledTakesNodesWithIt(t *testing.T) {
 	}
 	// The next up on the same data dir starts cleanly.
 	up2 := startUp(t, dataDir, "-f", topo)
-	testutil.Eventually(t, "the mesh alive again", 60*time.Second, func() bool {
-		f, ok := meshStatus(t, dataDir)
-		return ok && status.AllAlive(f)
-	})
+	waitAlive(t, up2, "the mesh alive again")
 	if err := up2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
