@@ -2,7 +2,7 @@
 GO ?= go
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v /e2e)
 
-.PHONY: test vet unit e2e fuzz build
+.PHONY: test vet unit e2e fuzz build peers
 
 test: vet unit e2e
 
@@ -25,8 +25,15 @@ fuzz:
 	$(GO) test ./topology -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./topology -run '^$$' -fuzz '^FuzzUnits$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bookie -run '^$$' -fuzz '^FuzzServerRequest$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./broker/natsproto -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./broker/sublist -run '^$$' -fuzz '^FuzzSubjects$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bookie/storage -run '^$$' -fuzz '^FuzzScanJournal$$' -fuzztime $(FUZZTIME)
 
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/strata ./cmd/strata
+
+# The pinned peers for differential tests and side-by-side benchmarks
+# (nats-server v2.15.3, natscli v0.5.0), from their own module in tools/.
+peers:
+	cd tools && $(GO) build -o ../bin/ github.com/nats-io/nats-server/v2 github.com/nats-io/natscli/nats

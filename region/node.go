@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stratamesh/strata/bookie"
 	"github.com/stratamesh/strata/bookie/storage"
+	"github.com/stratamesh/strata/broker"
 	"github.com/stratamesh/strata/internal/adminhttp"
 	"github.com/stratamesh/strata/internal/gossip"
 	"github.com/stratamesh/strata/internal/meshfile"
@@ -38,10 +40,12 @@ type Node struct {
 	admin    *adminhttp.Server
 	tel      *telemetry.Telemetry
 	reg      *registration
-	bookie   *bookie.Bookie  // bookies only
-	engine   *storage.Engine // bookies only: the bookie\'s storage
-	joins    []func()        // pool joins, run after registration
-	ports    rememberedPorts // ports bound last time (ports.json)
+	broker   *broker.Server              // brokers only
+	lanRef   atomic.Pointer[gossip.Pool] // n.lan, for the broker's peer source
+	bookie   *bookie.Bookie              // bookies only
+	engine   *storage.Engine             // bookies only: the bookie\'s storage
+	joins    []func()                    // pool joins, run after registration
+	ports    rememberedPorts             // ports bound last time (ports.json)
 
 	fatal    chan error // capacity 1: the first fatal error
 	stop     chan struct{}
@@ -111,9 +115,15 @@ func (n *Node) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if n.spec.Role == topology.RoleBroker {
+		if err := n.startBroker(); err != nil {
+			return err
+		}
+	}
 	if err := n.startPools(); err != nil {
 		return err
 	}
+	n.lanRef.Store(n.lan)
 	if n.spec.Role == topology.RoleBookie {
 		if err := n.startBookie(ctx); err != nil {
 			return err
@@ -156,6 +166,11 @@ func (n *Node) start(ctx context.Context) error {
 			return err
 		}
 	}
+	if n.broker != nil {
+		if err := registerBrokerMetrics(n); err != nil {
+			return err
+		}
+	}
 	return registerMetrics(n)
 }
 
@@ -188,6 +203,10 @@ func (n *Node) startEmbedded(ctx context.Context) error {
 
 func (n *Node) startPools() error {
 	tags := map[string]string{"region": n.cfg.Region, "role": n.spec.Role, "id": n.cfg.ID, "mesh": n.cfg.Mesh.Name}
+	if n.broker != nil {
+		tags[TagNATS] = n.broker.ClientURL()
+		tags[TagRoute] = n.broker.RouteAddr()
+	}
 	lanProfile, wanProfile := n.cfg.Gossip, gossip.ProfileWAN
 	if n.cfg.Gossip == gossip.ProfileLoopback {
 		wanProfile = gossip.ProfileLoopback
@@ -272,7 +291,7 @@ func (n *Node) startAdmin() error {
 // rememberPorts saves the ports bound now for the next start.
 func (n *Node) rememberPorts() error {
 	e := n.Endpoints()
-	p := rememberedPorts{Admin: portOf(e.Admin), SerfLAN: portOf(e.SerfLAN), SerfWAN: portOf(e.SerfWAN), GRPC: portOf(e.GRPC)}
+	p := rememberedPorts{Admin: portOf(e.Admin), SerfLAN: portOf(e.SerfLAN), SerfWAN: portOf(e.SerfWAN), GRPC: portOf(e.GRPC), NATS: portOf(e.NATS)}
 	if n.embedded != nil {
 		p.Client, p.Peer = portOf(n.embedded.ClientURL()), portOf(n.embedded.PeerURL())
 	}
@@ -342,6 +361,10 @@ func (n *Node) Endpoints() meshfile.Node {
 	if n.bookie != nil {
 		e.GRPC = n.bookie.Addr()
 	}
+	if n.broker != nil {
+		e.NATS = n.broker.ClientURL()
+		e.GRPC = n.broker.RouteAddr()
+	}
 	return e
 }
 
@@ -366,6 +389,9 @@ func (n *Node) Stop(ctx context.Context) error {
 			errs = append(errs, p.Close())
 		}
 		n.wg.Wait()
+		if n.broker != nil {
+			errs = append(errs, n.broker.Close(ctx))
+		}
 		if n.bookie != nil {
 			errs = append(errs, n.bookie.Stop(ctx))
 		}

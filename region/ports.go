@@ -22,6 +22,7 @@ type rememberedPorts struct {
 	SerfLAN int `json:"serf_lan,omitempty"`
 	SerfWAN int `json:"serf_wan,omitempty"`
 	GRPC    int `json:"grpc,omitempty"`
+	NATS    int `json:"nats,omitempty"`
 	Client  int `json:"etcd_client,omitempty"`
 	Peer    int `json:"etcd_peer,omitempty"`
 }

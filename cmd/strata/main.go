@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/stratamesh/strata/region"
 	"github.com/stratamesh/strata/topology"
 )
 
 func main() {
+	region.Version = version
 	if err := newRoot().Execute(); err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {

@@ -22,7 +22,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newUp(), newNode(), newValidate(), newStatus(), newAdmin(), newVersion())
+	root.AddCommand(newUp(), newNode(), newValidate(), newStatus(), newAdmin(), newPub(), newSub(), newVersion())
 	return root
 }
 

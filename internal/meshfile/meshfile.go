@@ -156,3 +156,37 @@ func (f *File) Node(region, id string) *Node {
 	}
 	return nil
 }
+
+// NATSURLs returns the NATS URLs of a region's brokers, for clients
+// (nats.Connect, `nats -s`). An empty region picks the first region. It
+// returns an error naming the region when it is unknown or has no broker
+// with a NATS endpoint.
+func (f *File) NATSURLs(region string) ([]string, error) {
+	if len(f.Regions) == 0 {
+		return nil, errors.New("meshfile: mesh.json lists no regions")
+	}
+	r := &f.Regions[0]
+	if region != "" {
+		r = nil
+		var names []string
+		for i := range f.Regions {
+			names = append(names, f.Regions[i].Name)
+			if f.Regions[i].Name == region {
+				r = &f.Regions[i]
+			}
+		}
+		if r == nil {
+			return nil, fmt.Errorf("meshfile: no region %q in mesh %s (regions: %v)", region, f.Mesh, names)
+		}
+	}
+	var urls []string
+	for _, n := range r.Nodes {
+		if n.NATS != "" && n.Exited == "" {
+			urls = append(urls, n.NATS)
+		}
+	}
+	if len(urls) == 0 {
+		return nil, fmt.Errorf("meshfile: region %s has no running broker with a NATS endpoint", r.Name)
+	}
+	return urls, nil
+}

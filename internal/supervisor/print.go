@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -21,15 +22,30 @@ func (r *run) printEndpoints(took time.Duration) {
 			tier += " " + reg.Tier.Bucket
 		}
 		fmt.Fprintf(r.out, "\nregion %s  (tier: %s)\n", reg.Name, tier)
+		if urls := natsURLs(reg); urls != "" {
+			fmt.Fprintf(r.out, "  NATS: %s\n", urls)
+		}
 		tw := tabwriter.NewWriter(r.out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  ROLE\tID\tPID\tADMIN\tETCD\tGRPC\tSERF LAN\tSERF WAN")
+		fmt.Fprintln(tw, "  ROLE\tID\tPID\tNATS\tADMIN\tETCD\tGRPC\tSERF LAN\tSERF WAN")
 		for _, n := range reg.Nodes {
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", n.Role, n.ID, n.PID, n.Admin, dash(n.Etcd), dash(n.GRPC), dash(n.SerfLAN), dash(n.SerfWAN))
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Role, n.ID, n.PID, dash(n.NATS), n.Admin, dash(n.Etcd), dash(n.GRPC), dash(n.SerfLAN), dash(n.SerfWAN))
 		}
 		tw.Flush()
 	}
 	fmt.Fprintf(r.out, "\nEndpoints are in %s. `strata status --data-dir %s` shows live membership. Ctrl-C stops the mesh.\n",
 		meshfile.Path(r.cfg.DataDir), r.cfg.DataDir)
+}
+
+// natsURLs is the region's brokers' NATS URLs, comma-separated (the form
+// `nats -s` and nats.Connect take).
+func natsURLs(reg meshfile.Region) string {
+	var urls []string
+	for _, n := range reg.Nodes {
+		if n.NATS != "" {
+			urls = append(urls, n.NATS)
+		}
+	}
+	return strings.Join(urls, ",")
 }
 
 func dash(s string) string {

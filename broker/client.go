@@ -1,0 +1,376 @@
+package broker
+
+import (
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stratamesh/strata/broker/natsproto"
+)
+
+// client is one NATS client connection. Its reader goroutine parses and
+// executes ops in order (so a PONG goes out only after every earlier op
+// took effect, NATS protocol §1.9); its outbound writer goroutine writes.
+type client struct {
+	srv    *Server
+	cid    uint64
+	conn   net.Conn
+	out    *outbound
+	parser *natsproto.Parser
+	remote string
+
+	// Set by CONNECT, read by other goroutines delivering to this client.
+	echo         atomic.Bool
+	headers      atomic.Bool
+	noResponders bool // reader goroutine only
+	verbose      bool // reader goroutine only
+	connected    bool // reader goroutine only: CONNECT accepted
+	name         string
+
+	mu   sync.Mutex
+	subs map[string]*subscription // by sid
+
+	pingsOut  atomic.Int32
+	pingTimer *time.Timer
+	authTimer *time.Timer
+
+	// prod is the reader goroutine's delivery scratch.
+	prod producer
+
+	teardownOnce sync.Once
+}
+
+// subscription is one SUB of a client.
+type subscription struct {
+	client  *client
+	subject string
+	queue   string
+	sid     string
+	sidB    []byte
+	max     atomic.Int64 // 0 = unlimited; auto-unsubscribe after this many deliveries in total
+	count   atomic.Int64 // deliveries so far
+	removed atomic.Bool
+}
+
+// readLoop is the client's reader goroutine.
+func (c *client) readLoop() {
+	defer c.teardown()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := c.conn.Read(buf)
+		if n > 0 {
+			perr := c.parser.Parse(buf[:n], c)
+			c.prod.flush()
+			if perr != nil {
+				c.protocolError(perr)
+				return
+			}
+			if n == len(buf) && len(buf) < 256<<10 {
+				buf = make([]byte, 2*len(buf))
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// closeErr is returned by handler methods to end the connection after
+// sending an -ERR with text ("" closes silently).
+type closeErr struct {
+	text string
+	err  error
+}
+
+func (e *closeErr) Error() string {
+	if e.err != nil {
+		return e.err.Error()
+	}
+	return e.text
+}
+
+// protocolError sends the -ERR the error calls for, then closes.
+func (c *client) protocolError(err error) {
+	var ce *closeErr
+	text := ""
+	if errors.As(err, &ce) {
+		text = ce.text
+	} else {
+		text = natsproto.ErrText(err)
+	}
+	c.srv.logger.Debug("closing client", "cid", c.cid, "remote", c.remote, "err", err)
+	c.closeWithErr(text)
+}
+
+// closeWithErr queues -ERR 'text' (when text is not empty) and closes the
+// connection once it is written.
+func (c *client) closeWithErr(text string) {
+	var b []byte
+	if text != "" {
+		b = natsproto.AppendErr(nil, text)
+	}
+	c.out.closeAfter(b)
+}
+
+// teardown removes the client's subscriptions and stops its timers; it
+// runs once, when the reader exits.
+func (c *client) teardown() {
+	c.teardownOnce.Do(func() {
+		c.out.closeAfter(nil)
+		if c.pingTimer != nil {
+			c.pingTimer.Stop()
+		}
+		if c.authTimer != nil {
+			c.authTimer.Stop()
+		}
+		c.mu.Lock()
+		subs := c.subs
+		c.subs = nil
+		c.mu.Unlock()
+		for _, s := range subs {
+			c.srv.removeSub(s)
+		}
+		c.srv.removeClient(c)
+	})
+}
+
+// send queues raw protocol bytes to this client and kicks its writer.
+func (c *client) send(b []byte) {
+	switch c.out.enqueue(b) {
+	case enqSlow:
+		c.slowConsumer()
+	default:
+		c.out.kick()
+	}
+}
+
+func (c *client) slowConsumer() {
+	c.srv.slowConsumers.Add(1)
+	c.srv.logger.Warn("slow consumer: closing client", "cid", c.cid, "remote", c.remote, "name", c.name)
+	c.closeWithErr(errTextSlowConsumer)
+}
+
+var (
+	opOK   = []byte("+OK\r\n")
+	opPing = []byte("PING\r\n")
+	opPong = []byte("PONG\r\n")
+)
+
+func (c *client) ok() {
+	if c.verbose {
+		c.send(opOK)
+	}
+}
+
+// requireConnect refuses ops before CONNECT when auth is on.
+func (c *client) requireConnect() error {
+	if !c.connected && c.srv.cfg.Auth != nil {
+		return &closeErr{text: errTextConnectRequired}
+	}
+	return nil
+}
+
+// Connect implements natsproto.Handler (NATS protocol: CONNECT).
+func (c *client) Connect(arg []byte) error {
+	o, errText, err := parseConnect(arg)
+	if err != nil {
+		return &closeErr{text: errText, err: err}
+	}
+	if a := c.srv.cfg.Auth; a != nil {
+		if c.connected {
+			return nil // a second CONNECT changes nothing
+		}
+		if err := a.Authenticate(ConnectInfo{User: o.User, Pass: o.Pass, Token: o.Token, Name: o.Name, RemoteAddr: c.remote}); err != nil {
+			c.srv.logger.Info("authentication failed", "remote", c.remote, "user", o.User, "err", err)
+			return &closeErr{text: errTextAuth, err: err}
+		}
+		if c.authTimer != nil {
+			c.authTimer.Stop()
+		}
+	}
+	c.connected = true
+	c.verbose = o.verbose()
+	c.noResponders = o.NoResponders
+	c.echo.Store(o.echo())
+	c.headers.Store(o.Headers)
+	c.parser.SetHeaders(o.Headers)
+	c.name = o.Name
+	c.ok()
+	return nil
+}
+
+// Info implements natsproto.Handler; clients do not send INFO.
+func (c *client) Info([]byte) error { return &closeErr{text: errTextUnknownOp} }
+
+// Msg implements natsproto.Handler (NATS protocol: PUB, HPUB).
+func (c *client) Msg(m *natsproto.Msg) error {
+	if err := c.requireConnect(); err != nil {
+		return err
+	}
+	c.ok()
+	if !natsproto.ValidLiteralSubject(m.Subject) {
+		// nats-server (non-pedantic) accepts such publishes; nothing can
+		// match them meaningfully, so they are dropped and counted.
+		c.srv.droppedPubs.Add(1)
+		return nil
+	}
+	c.srv.inMsgs.Add(1)
+	c.srv.inBytes.Add(int64(len(m.Header) + len(m.Payload)))
+	c.srv.publish(c, m)
+	return nil
+}
+
+// Sub implements natsproto.Handler (NATS protocol: SUB).
+func (c *client) Sub(subject, queue, sid []byte) error {
+	if err := c.requireConnect(); err != nil {
+		return err
+	}
+	if !natsproto.ValidSubscribeSubject(subject) || (queue != nil && !natsproto.ValidQueueName(queue)) {
+		return &closeErr{text: errTextInvalidSubject}
+	}
+	s := &subscription{client: c, subject: string(subject), queue: string(queue), sid: string(sid)}
+	s.sidB = []byte(s.sid)
+	c.mu.Lock()
+	if c.subs == nil { // torn down
+		c.mu.Unlock()
+		return nil
+	}
+	if _, dup := c.subs[s.sid]; dup {
+		// nats-server ignores a SUB that reuses a live sid.
+		c.mu.Unlock()
+		c.ok()
+		return nil
+	}
+	c.subs[s.sid] = s
+	c.mu.Unlock()
+	if err := c.srv.addSub(s); err != nil {
+		c.mu.Lock()
+		delete(c.subs, s.sid)
+		c.mu.Unlock()
+		return &closeErr{text: errTextInvalidSubject, err: err}
+	}
+	c.ok()
+	return nil
+}
+
+// Unsub implements natsproto.Handler (NATS protocol: UNSUB [max]).
+func (c *client) Unsub(sid []byte, max int64) error {
+	if err := c.requireConnect(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	s := c.subs[string(sid)]
+	c.mu.Unlock()
+	if s != nil {
+		if max > 0 && s.count.Load() < max {
+			s.max.Store(max)
+		} else {
+			c.unsubscribe(s)
+		}
+	}
+	c.ok()
+	return nil
+}
+
+// unsubscribe removes s from the client and the server (once).
+func (c *client) unsubscribe(s *subscription) {
+	if s.removed.Swap(true) {
+		return
+	}
+	c.mu.Lock()
+	if c.subs != nil && c.subs[s.sid] == s {
+		delete(c.subs, s.sid)
+	}
+	c.mu.Unlock()
+	c.srv.removeSub(s)
+}
+
+// RouteSub, RouteUnsub implement natsproto.Handler; clients do not send them.
+func (c *client) RouteSub(_, _ []byte) error   { return &closeErr{text: errTextUnknownOp} }
+func (c *client) RouteUnsub(_, _ []byte) error { return &closeErr{text: errTextUnknownOp} }
+
+// Ping implements natsproto.Handler: PONG, in order after earlier ops.
+func (c *client) Ping() error {
+	if err := c.requireConnect(); err != nil {
+		return err
+	}
+	c.send(opPong)
+	return nil
+}
+
+// Pong implements natsproto.Handler: answers our PING.
+func (c *client) Pong() error {
+	c.pingsOut.Store(0)
+	return nil
+}
+
+// Err and OK implement natsproto.Handler; a client's -ERR/+OK is ignored.
+func (c *client) Err([]byte) error { return nil }
+func (c *client) OK() error        { return nil }
+
+// pingTick is the server-side ping timer (NATS protocol §1.9): PING, and
+// close with -ERR 'Stale Connection' after MaxPingsOut misses.
+func (c *client) pingTick() {
+	if c.out.isClosed() {
+		return
+	}
+	if int(c.pingsOut.Load()) >= c.srv.cfg.MaxPingsOut {
+		c.srv.staleConns.Add(1)
+		c.srv.logger.Info("stale connection: closing client", "cid", c.cid, "remote", c.remote)
+		c.closeWithErr(errTextStale)
+		return
+	}
+	c.pingsOut.Add(1)
+	c.send(opPing)
+	c.pingTimer.Reset(c.srv.cfg.PingInterval)
+}
+
+// deliver queues one MSG/HMSG for s, honouring its auto-unsubscribe count,
+// and records the connection in the producer's touched list. The producer
+// is whoever runs the delivery (a client's or a route's reader); touched
+// and stalled are its scratch lists. It reports whether it queued.
+func (s *subscription) deliver(p *producer, subject, reply, hdr, payload []byte) bool {
+	if s.removed.Load() {
+		return false
+	}
+	n := s.count.Add(1)
+	if max := s.max.Load(); max > 0 {
+		if n > max {
+			return false
+		}
+		if n == max {
+			defer s.client.unsubscribe(s)
+		}
+	}
+	c := s.client
+	if !c.headers.Load() {
+		hdr = nil
+	}
+	o := c.out
+	o.mu.Lock()
+	if o.closed || o.closing {
+		o.mu.Unlock()
+		return false
+	}
+	o.buf = natsproto.AppendMsg(o.buf, subject, s.sidB, reply, hdr, payload)
+	r := o.afterAppendLocked()
+	o.mu.Unlock()
+	c.srv.outMsgs.Add(1)
+	switch r {
+	case enqSlow:
+		c.slowConsumer()
+		return false
+	case enqStall:
+		p.stalled = append(p.stalled, o)
+	}
+	p.touch(o)
+	return true
+}
+
+// sidString is for logs and tests.
+func (s *subscription) String() string {
+	return s.subject + " sid=" + s.sid + " cid=" + strconv.FormatUint(s.client.cid, 10)
+}

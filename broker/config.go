@@ -1,0 +1,176 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// NATSVersion is the NATS server version brokers advertise in INFO. Clients
+// switch features on by it (nats.go uses the newer consumer-create API and
+// the pinned-client priority policy only from 2.9/2.11 on), so it names the
+// NATS behaviour Strata speaks, not Strata's own release (which INFO carries
+// as "strata_version").
+const NATSVersion = "2.11.0"
+
+// Defaults of Config.
+const (
+	DefaultMaxPayload     = 1 << 20 // bytes; nats-server's default
+	DefaultMaxControlLine = 4096    // bytes; NATS protocol §1.1
+	DefaultPingInterval   = 2 * time.Minute
+	DefaultFirstPing      = 2 * time.Second
+	DefaultMaxPingsOut    = 2
+	DefaultMaxPending     = 64 << 20 // bytes per connection; nats-server's max_pending
+	DefaultWriteDeadline  = 10 * time.Second
+	DefaultAuthTimeout    = 2 * time.Second
+	DefaultRoutePing      = 5 * time.Second
+)
+
+// Config configures a Server. Zero fields take the defaults above;
+// DefaultConfig returns them filled in.
+type Config struct {
+	// ServerName names this broker in INFO ("server_name") and on the
+	// region's internal link; brokers of one region need distinct names
+	// (region wiring uses the Serf name "<region>.<id>"). Required.
+	ServerName string
+	// Region and Mesh are the broker's region and mesh. Routes are only
+	// accepted from brokers of the same mesh and region: core traffic
+	// never crosses regions.
+	Region, Mesh string
+	// ListenAddr is the host:port NATS clients connect to ("127.0.0.1:0"
+	// binds a free port; Addr reports it). Required.
+	ListenAddr string
+	// RouteAddr is the host:port of the internal link other brokers of
+	// the region dial; empty runs without one (a single-broker region or a
+	// test). RouteAddr reports the bound address.
+	RouteAddr string
+	// Peers, when set, tells the broker which other brokers of the region
+	// exist and where their internal link listens; the broker keeps a
+	// route to each (region wiring backs it with the Serf LAN pool).
+	Peers PeerSource
+	// MaxPayload is the largest header+payload a client may publish, in
+	// bytes (INFO max_payload). Larger declared sizes get
+	// -ERR 'Maximum Payload Violation' and a close. Default 1 MiB.
+	MaxPayload int
+	// MaxControlLine is the longest control line, in bytes. Default 4096.
+	MaxControlLine int
+	// PingInterval is how often the broker pings an idle client; after
+	// MaxPingsOut unanswered pings it sends -ERR 'Stale Connection' and
+	// closes. Default 2 min and 2 (nats-server's defaults).
+	PingInterval time.Duration
+	// FirstPing is the delay before the first server PING (at most
+	// PingInterval). Default 2 s, like the reference.
+	FirstPing   time.Duration
+	MaxPingsOut int
+	// MaxPending bounds the bytes queued for one connection and not yet
+	// written to its socket. A client that falls further behind is a slow
+	// consumer: it gets -ERR 'Slow Consumer' and is closed, so one slow
+	// reader never grows the broker's memory without bound. Publishers
+	// feeding a connection that is more than half full are held back
+	// briefly first. Default 64 MiB.
+	MaxPending int
+	// WriteDeadline bounds one socket write; a client that does not read
+	// for this long is closed. Default 10 s.
+	WriteDeadline time.Duration
+	// Auth, when set, requires every client to authenticate in CONNECT
+	// (INFO auth_required). Nil accepts every client.
+	Auth Authenticator
+	// AuthTimeout is how long a client may take to send CONNECT when Auth
+	// is set (then -ERR 'Authentication Timeout'). Default 2 s.
+	AuthTimeout time.Duration
+	// RoutePing is the ping interval on the internal link; a route that
+	// misses 3 pings is closed and redialled. Default 5 s.
+	RoutePing time.Duration
+	// StrataVersion is reported in INFO as "strata_version".
+	StrataVersion string
+	// Logger receives the broker's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns a Config with every default filled in; callers set
+// ServerName and ListenAddr.
+func DefaultConfig() Config {
+	return Config{}.withDefaults()
+}
+
+func (c Config) withDefaults() Config {
+	set := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	setD := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	set(&c.MaxPayload, DefaultMaxPayload)
+	set(&c.MaxControlLine, DefaultMaxControlLine)
+	set(&c.MaxPingsOut, DefaultMaxPingsOut)
+	set(&c.MaxPending, DefaultMaxPending)
+	setD(&c.PingInterval, DefaultPingInterval)
+	setD(&c.FirstPing, DefaultFirstPing)
+	setD(&c.WriteDeadline, DefaultWriteDeadline)
+	setD(&c.AuthTimeout, DefaultAuthTimeout)
+	setD(&c.RoutePing, DefaultRoutePing)
+	if c.FirstPing > c.PingInterval {
+		c.FirstPing = c.PingInterval
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate returns every problem with c (after defaults).
+func (c Config) Validate() error {
+	var errs []error
+	if c.ServerName == "" {
+		errs = append(errs, errors.New("broker: Config.ServerName is required"))
+	}
+	if c.ListenAddr == "" {
+		errs = append(errs, errors.New("broker: Config.ListenAddr is required"))
+	}
+	if c.MaxPayload < 0 || c.MaxPayload > 64<<20 {
+		errs = append(errs, fmt.Errorf("broker: MaxPayload %d is outside 1..64 MiB", c.MaxPayload))
+	}
+	if c.MaxControlLine < 0 || (c.MaxControlLine > 0 && c.MaxControlLine < 256) {
+		errs = append(errs, fmt.Errorf("broker: MaxControlLine %d is below 256 bytes", c.MaxControlLine))
+	}
+	if c.MaxPending < 0 || (c.MaxPending > 0 && c.MaxPending < c.MaxPayload) {
+		errs = append(errs, fmt.Errorf("broker: MaxPending %d is below MaxPayload %d", c.MaxPending, c.MaxPayload))
+	}
+	for name, d := range map[string]time.Duration{"PingInterval": c.PingInterval, "FirstPing": c.FirstPing,
+		"WriteDeadline": c.WriteDeadline, "AuthTimeout": c.AuthTimeout, "RoutePing": c.RoutePing} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("broker: %s %v is negative", name, d))
+		}
+	}
+	if c.MaxPingsOut < 0 {
+		errs = append(errs, fmt.Errorf("broker: MaxPingsOut %d is negative", c.MaxPingsOut))
+	}
+	if c.Peers != nil && c.RouteAddr == "" {
+		errs = append(errs, errors.New("broker: Peers needs a RouteAddr"))
+	}
+	return errors.Join(errs...)
+}
+
+// Peer is another broker of the region, as a PeerSource reports it.
+type Peer struct {
+	// Name is the peer's Config.ServerName.
+	Name string
+	// RouteAddr is the host:port of its internal link.
+	RouteAddr string
+}
+
+// PeerSource reports the region's other live brokers. Region wiring backs
+// it with the Serf LAN pool (members with role=broker and a "route" tag).
+type PeerSource interface {
+	// Peers returns the live brokers of the region; it may include this
+	// broker itself (it is skipped by name).
+	Peers() []Peer
+	// Changed receives a value after the set may have changed (coalesced;
+	// the broker also re-reads Peers every few seconds).
+	Changed() <-chan struct{}
+}
