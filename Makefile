@@ -26,6 +26,7 @@ fuzz:
 	$(GO) test ./topology -run '^$$' -fuzz '^FuzzUnits$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bookie -run '^$$' -fuzz '^FuzzServerRequest$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/natsproto -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./broker -run '^$$' -fuzz '^FuzzServerSession$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/sublist -run '^$$' -fuzz '^FuzzSubjects$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bookie/storage -run '^$$' -fuzz '^FuzzScanJournal$$' -fuzztime $(FUZZTIME)
 

@@ -150,7 +150,7 @@ func (c *client) send(b []byte) {
 func (c *client) slowConsumer() {
 	c.srv.slowConsumers.Add(1)
 	c.srv.logger.Warn("slow consumer: closing client", "cid", c.cid, "remote", c.remote, "name", c.name)
-	c.closeWithErr(errTextSlowConsumer)
+	c.out.abort(natsproto.AppendErr(nil, errTextSlowConsumer))
 }
 
 var (

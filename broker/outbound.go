@@ -99,6 +99,24 @@ func (o *outbound) closeAfter(b []byte) {
 	o.kick()
 }
 
+// abortDrain is how long a connection closed for falling behind may take
+// to accept the rest of the write in progress and the final -ERR.
+const abortDrain = 2 * time.Second
+
+// abort drops everything queued and not yet being written, queues b (the
+// final -ERR) and closes after it: what a slow consumer gets. The write in
+// progress, if any, and b must go out within abortDrain.
+func (o *outbound) abort(b []byte) {
+	o.mu.Lock()
+	if !o.closed && !o.closing {
+		o.buf = append(o.buf[:0], b...)
+		o.closing = true
+	}
+	o.mu.Unlock()
+	_ = o.conn.SetWriteDeadline(time.Now().Add(abortDrain))
+	o.kick()
+}
+
 // waitDrained waits until the queue holds at most half of max, the
 // connection closes, or d passes. Used by publishers that got enqStall.
 func (o *outbound) waitDrained(d time.Duration) {
@@ -148,9 +166,10 @@ func (o *outbound) run() {
 			out := o.buf
 			o.buf, o.spare = o.spare[:0], nil
 			o.writing = len(out)
+			closing := o.closing
 			o.mu.Unlock()
 
-			if o.deadline > 0 {
+			if o.deadline > 0 && !closing { // closing: abort's shorter deadline stands
 				_ = o.conn.SetWriteDeadline(time.Now().Add(o.deadline))
 			}
 			_, err := o.conn.Write(out)

@@ -240,6 +240,9 @@ func readyText(r *bool) string {
 func detail(n meshfile.Node) string {
 	b := n.Bookie
 	if b == nil {
+		if n.NATS != "" {
+			return "NATS " + n.NATS
+		}
 		return ""
 	}
 	inst := b.Instance
