@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"errors"
 	"net"
 	"strconv"
@@ -25,9 +26,10 @@ type client struct {
 	// Set by CONNECT, read by other goroutines delivering to this client.
 	echo         atomic.Bool
 	headers      atomic.Bool
-	noResponders bool // reader goroutine only
-	verbose      bool // reader goroutine only
-	connected    bool // reader goroutine only: CONNECT accepted
+	noResponders bool        // reader goroutine only
+	verbose      bool        // reader goroutine only
+	connected    bool        // reader goroutine only: CONNECT accepted
+	handshook    atomic.Bool // CONNECT accepted: later INFO updates may be sent
 	name         string
 
 	mu   sync.Mutex
@@ -153,6 +155,18 @@ func (c *client) slowConsumer() {
 	c.out.abort(natsproto.AppendErr(nil, errTextSlowConsumer))
 }
 
+// validPublishSubject accepts what the reference delivers: non-empty
+// tokens (wildcard characters in a published subject are literal tokens,
+// which only wildcard subscriptions match).
+func validPublishSubject(s []byte) bool {
+	if len(s) == 0 || s[0] == '.' || s[len(s)-1] == '.' {
+		return false
+	}
+	return !bytes.Contains(s, []byte(".."))
+}
+
+var natsHeaderPrefix = []byte("NATS/1.0")
+
 var (
 	opOK   = []byte("+OK\r\n")
 	opPing = []byte("PING\r\n")
@@ -192,6 +206,7 @@ func (c *client) Connect(arg []byte) error {
 		}
 	}
 	c.connected = true
+	c.handshook.Store(true)
 	c.verbose = o.verbose()
 	c.noResponders = o.NoResponders
 	c.echo.Store(o.echo())
@@ -202,18 +217,21 @@ func (c *client) Connect(arg []byte) error {
 	return nil
 }
 
-// Info implements natsproto.Handler; clients do not send INFO.
-func (c *client) Info([]byte) error { return &closeErr{text: errTextUnknownOp} }
+// Info implements natsproto.Handler; a client's INFO is ignored, as the
+// reference server does.
+func (c *client) Info([]byte) error { return nil }
 
 // Msg implements natsproto.Handler (NATS protocol: PUB, HPUB).
 func (c *client) Msg(m *natsproto.Msg) error {
 	if err := c.requireConnect(); err != nil {
 		return err
 	}
+	if m.Header != nil && !bytes.HasPrefix(m.Header, natsHeaderPrefix) {
+		return &closeErr{text: errTextUnknownOp, err: errors.New("HPUB header block does not start with NATS/1.0")}
+	}
 	c.ok()
-	if !natsproto.ValidLiteralSubject(m.Subject) {
-		// nats-server (non-pedantic) accepts such publishes; nothing can
-		// match them meaningfully, so they are dropped and counted.
+	if !validPublishSubject(m.Subject) {
+		// Empty tokens: nothing can match; dropped and counted.
 		c.srv.droppedPubs.Add(1)
 		return nil
 	}

@@ -60,21 +60,22 @@ func (o connectOpts) echo() bool    { return o.Echo == nil || *o.Echo }
 
 // serverInfo is the INFO a client gets on accept (NATS protocol §1.2).
 type serverInfo struct {
-	ServerID      string `json:"server_id"`
-	ServerName    string `json:"server_name"`
-	Version       string `json:"version"`
-	Proto         int    `json:"proto"`
-	Go            string `json:"go"`
-	Host          string `json:"host"`
-	Port          int    `json:"port"`
-	Headers       bool   `json:"headers"`
-	MaxPayload    int    `json:"max_payload"`
-	ClientID      uint64 `json:"client_id"`
-	ClientIP      string `json:"client_ip,omitempty"`
-	AuthRequired  bool   `json:"auth_required,omitempty"`
-	JetStream     bool   `json:"jetstream"`
-	Region        string `json:"cluster,omitempty"`
-	StrataVersion string `json:"strata_version,omitempty"`
+	ServerID      string   `json:"server_id"`
+	ServerName    string   `json:"server_name"`
+	Version       string   `json:"version"`
+	Proto         int      `json:"proto"`
+	Go            string   `json:"go"`
+	Host          string   `json:"host"`
+	Port          int      `json:"port"`
+	Headers       bool     `json:"headers"`
+	MaxPayload    int      `json:"max_payload"`
+	ClientID      uint64   `json:"client_id"`
+	ClientIP      string   `json:"client_ip,omitempty"`
+	AuthRequired  bool     `json:"auth_required,omitempty"`
+	JetStream     bool     `json:"jetstream"`
+	Region        string   `json:"cluster,omitempty"`
+	ConnectURLs   []string `json:"connect_urls,omitempty"`
+	StrataVersion string   `json:"strata_version,omitempty"`
 }
 
 // hostPort splits a listener address into host and numeric port.

@@ -51,6 +51,17 @@ func (p *producer) flush() {
 	p.stalled = p.stalled[:0]
 }
 
+// flushNoStall wakes the writers without waiting on full ones: a route's
+// reader carries traffic for many clients and must never be held back by
+// one slow client (that client is cut off at MaxPending instead).
+func (p *producer) flushNoStall() {
+	for i := range p.stalled {
+		p.stalled[i] = nil
+	}
+	p.stalled = p.stalled[:0]
+	p.flush()
+}
+
 // routeEntry returns the routeQueues slot for r in p.routeQs, adding one.
 func (p *producer) routeEntry(r *route) *routeQueues {
 	for i := range p.routeQs {

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"net"
 	"sync"
 	"time"
@@ -28,6 +29,14 @@ type outbound struct {
 	closing bool          // write what is queued, then close
 	closed  bool          // nothing more is queued or written
 	drained chan struct{} // closed and replaced whenever the writer empties buf; nil when nobody waits
+	// stallUntil ends the current stall episode: the connection went over
+	// half of max at stallUntil-stallBudget, and producers are held back
+	// only until stallUntil. Zero while at most half full.
+	stallUntil time.Time
+
+	// onTimeout is called (once, from the writer) when a write passed its
+	// deadline: the reader is not reading. May be nil.
+	onTimeout func()
 
 	signal chan struct{} // capacity 1: buf has data or closing was set
 	done   chan struct{} // closed when the writer exits
@@ -59,10 +68,23 @@ func (o *outbound) afterAppendLocked() enqueueResult {
 		return enqSlow
 	}
 	if pending > o.max/2 {
-		return enqStall
+		now := time.Now()
+		if o.stallUntil.IsZero() {
+			o.stallUntil = now.Add(stallBudget)
+		}
+		if now.Before(o.stallUntil) {
+			return enqStall
+		}
 	}
 	return enqOK
 }
+
+// stallBudget bounds how long producers are held back by one connection
+// in one episode of being over half full. Past it they go on at full
+// speed, and a reader that still does not keep up reaches max and is
+// closed as a slow consumer — so one stuck client delays its publishers by
+// about this much, not until it is cut off.
+const stallBudget = 100 * time.Millisecond
 
 // enqueue appends b (copied) and returns how the queue stands. It does not
 // signal the writer: callers call kick once after a batch of enqueues.
@@ -121,7 +143,7 @@ func (o *outbound) abort(b []byte) {
 // connection closes, or d passes. Used by publishers that got enqStall.
 func (o *outbound) waitDrained(d time.Duration) {
 	o.mu.Lock()
-	if o.closed || len(o.buf)+o.writing <= o.max/2 {
+	if o.closed || len(o.buf)+o.writing <= o.max/2 || !time.Now().Before(o.stallUntil) {
 		o.mu.Unlock()
 		return
 	}
@@ -179,14 +201,21 @@ func (o *outbound) run() {
 			if cap(out) <= 1<<20 { // keep moderate buffers for reuse
 				o.spare = out[:0]
 			}
-			if o.drained != nil && len(o.buf) <= o.max/2 {
-				close(o.drained)
-				o.drained = nil
+			if len(o.buf) <= o.max/2 {
+				o.stallUntil = time.Time{}
+				if o.drained != nil {
+					close(o.drained)
+					o.drained = nil
+				}
 			}
 			if err != nil {
 				o.closed = true
 				o.buf = nil
 				o.mu.Unlock()
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() && !closing && o.onTimeout != nil {
+					o.onTimeout()
+				}
 				return
 			}
 			o.mu.Unlock()

@@ -24,12 +24,14 @@ import (
 // at-most-once, like all core NATS traffic: a route that breaks loses what
 // was queued on it.
 type route struct {
-	srv    *Server
-	peer   string // peer's ServerName
-	conn   net.Conn
-	out    *outbound
-	parser *natsproto.Parser
-	prod   producer
+	srv  *Server
+	peer string // peer's ServerName
+	// clientAddr is where the peer's NATS clients connect.
+	clientAddr string
+	conn       net.Conn
+	out        *outbound
+	parser     *natsproto.Parser
+	prod       producer
 
 	mu       sync.Mutex
 	interest map[interestKey]struct{} // what the peer announced (mirrored in srv.remote)
@@ -47,10 +49,13 @@ type routeHello struct {
 	ID     string `json:"server_id"`
 	Mesh   string `json:"mesh"`
 	Region string `json:"region"`
+	// ClientAddr is where the sender's NATS clients connect (host:port);
+	// brokers list their peers' in INFO connect_urls.
+	ClientAddr string `json:"client_addr,omitempty"`
 }
 
 func (s *Server) hello() routeHello {
-	return routeHello{Name: s.cfg.ServerName, ID: s.id, Mesh: s.cfg.Mesh, Region: s.cfg.Region}
+	return routeHello{Name: s.cfg.ServerName, ID: s.id, Mesh: s.cfg.Mesh, Region: s.cfg.Region, ClientAddr: s.Addr()}
 }
 
 // acceptRoutes accepts peers' dials on the internal link.
@@ -96,7 +101,7 @@ func (s *Server) acceptRoute(conn net.Conn) {
 		return
 	}
 	_ = conn.SetDeadline(time.Time{})
-	s.runRoute(hello.Name, conn, br)
+	s.runRoute(hello, conn, br)
 }
 
 // dialRoute connects to a peer's internal link and runs the route until
@@ -123,7 +128,7 @@ func (s *Server) dialRoute(p Peer) error {
 		return fmt.Errorf("dialled %s at %s but %s answered", p.Name, p.RouteAddr, hello.Name)
 	}
 	_ = conn.SetDeadline(time.Time{})
-	s.runRoute(hello.Name, conn, br)
+	s.runRoute(hello, conn, br)
 	return nil
 }
 
@@ -148,9 +153,10 @@ func readHello(br *bufio.Reader, op string) (routeHello, error) {
 
 // runRoute registers the route (replacing an older one to the same peer),
 // announces our interest, and reads until the connection ends.
-func (s *Server) runRoute(peer string, conn net.Conn, br *bufio.Reader) {
+func (s *Server) runRoute(hello routeHello, conn net.Conn, br *bufio.Reader) {
+	peer := hello.Name
 	r := &route{
-		srv: s, peer: peer, conn: conn,
+		srv: s, peer: peer, conn: conn, clientAddr: hello.ClientAddr,
 		out:      newOutbound(conn, 4*s.cfg.MaxPending, s.cfg.WriteDeadline),
 		parser:   natsproto.NewParser(natsproto.Config{Kind: natsproto.KindRoute, MaxControlLine: 64 << 10, MaxPayload: s.cfg.MaxPayload, Headers: true}),
 		interest: map[interestKey]struct{}{},
@@ -175,6 +181,7 @@ func (s *Server) runRoute(peer string, conn net.Conn, br *bufio.Reader) {
 	}
 	r.out.kick()
 	s.logger.Info("route up", "peer", peer, "remote", conn.RemoteAddr().String())
+	s.broadcastInfo()
 
 	done := make(chan struct{})
 	go func() { r.out.run(); close(done) }()
@@ -192,13 +199,13 @@ func (r *route) readLoop(br *bufio.Reader) {
 			r.srv.logger.Warn("route protocol error", "peer", r.peer, "err", err)
 			return
 		}
-		r.prod.flush()
+		r.prod.flushNoStall()
 	}
 	for {
 		n, err := r.conn.Read(buf)
 		if n > 0 {
 			perr := r.parser.Parse(buf[:n], r)
-			r.prod.flush()
+			r.prod.flushNoStall()
 			if perr != nil {
 				r.srv.logger.Warn("route protocol error", "peer", r.peer, "err", perr)
 				return
@@ -235,6 +242,7 @@ func (r *route) close(why string) {
 		}
 		s.logger.Info("route down", "peer", r.peer, "why", why)
 		s.peersChanged()
+		s.broadcastInfo()
 	})
 }
 

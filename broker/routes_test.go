@@ -252,3 +252,81 @@ func TestRouteRefusesOtherRegion(t *testing.T) {
 		t.Fatalf("got %q", buf[:n])
 	}
 }
+
+// A subscriber that stops reading on one broker must not stall the route:
+// the publisher on the other broker and unrelated request/reply across the
+// route go on, and the stuck client is cut off as a slow consumer.
+func TestRoutesStuckSubscriberDoesNotStallRegion(t *testing.T) {
+	ss := startRegion(t, 2, func(c *Config) { c.MaxPending = 4 << 20 })
+	raw, err := net.Dial("tcp", ss[1].Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	_ = raw.(*net.TCPConn).SetReadBuffer(4096)
+	if _, err := raw.Write([]byte("CONNECT {\"verbose\":false}\r\nSUB flood 1\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	svc := connect(t, ss[1].ClientURL())
+	if _, err := svc.Subscribe("probe.svc", func(m *nats.Msg) { _ = m.Respond([]byte("ok")) }); err != nil {
+		t.Fatal(err)
+	}
+	_ = svc.Flush()
+	cli := connect(t, ss[0].ClientURL())
+	testutil.Eventually(t, "service reachable across the route", 10*time.Second, func() bool {
+		_, err := cli.Request("probe.svc", nil, time.Second)
+		return err == nil
+	})
+	testutil.Eventually(t, "flood interest across the route", 10*time.Second, func() bool {
+		return ss[0].remote.HasInterest([]byte("flood"))
+	})
+	pub := connect(t, ss[0].ClientURL())
+	payload := make([]byte, 1024)
+	stop := make(chan struct{})
+	var worstPub atomic.Int64
+	var pubDone sync.WaitGroup
+	pubDone.Add(1)
+	go func() {
+		defer pubDone.Done()
+		for i := 0; i < 100000; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			start := time.Now()
+			_ = pub.Publish("flood", payload)
+			if i%1000 == 999 {
+				_ = pub.Flush()
+			}
+			if d := time.Since(start); int64(d) > worstPub.Load() {
+				worstPub.Store(int64(d))
+			}
+		}
+		_ = pub.Flush()
+	}()
+	worst := time.Duration(0)
+	for i := 0; i < 20; i++ {
+		start := time.Now()
+		if _, err := cli.Request("probe.svc", nil, 5*time.Second); err != nil {
+			t.Fatalf("probe %d across the route failed while a client on b2 is stuck: %v", i, err)
+		}
+		worst = max(worst, time.Since(start))
+		time.Sleep(50 * time.Millisecond)
+	}
+	close(stop)
+	pubDone.Wait()
+	testutil.Eventually(t, "stuck client cut off", 20*time.Second, func() bool { return ss[1].Stats().SlowConsumers >= 1 })
+	t.Logf("worst probe round trip %v, worst publish call %v", worst, time.Duration(worstPub.Load()))
+}
+
+// INFO lists the region's brokers in connect_urls, so a client given one
+// URL can fail over to the others.
+func TestInfoConnectURLs(t *testing.T) {
+	ss := startRegion(t, 3, nil)
+	nc := connect(t, ss[0].ClientURL())
+	testutil.Eventually(t, "the client learns the other brokers", 10*time.Second, func() bool {
+		return len(nc.DiscoveredServers()) == 2
+	})
+	t.Logf("discovered %v", nc.DiscoveredServers())
+}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -193,10 +194,13 @@ func (s *Server) startClient(conn net.Conn) {
 		out:    newOutbound(conn, s.cfg.MaxPending, s.cfg.WriteDeadline),
 		remote: conn.RemoteAddr().String(),
 		subs:   map[string]*subscription{},
+		// Before CONNECT the reference acts as if verbose and echo were on.
+		verbose: true,
 		parser: natsproto.NewParser(natsproto.Config{
 			Kind: natsproto.KindClient, MaxControlLine: s.cfg.MaxControlLine, MaxPayload: s.cfg.MaxPayload,
 		}),
 	}
+	c.echo.Store(true)
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -206,6 +210,10 @@ func (s *Server) startClient(conn net.Conn) {
 	s.clients[c.cid] = c
 	s.mu.Unlock()
 
+	c.out.onTimeout = func() {
+		s.slowConsumers.Add(1)
+		s.logger.Warn("slow consumer: a write to the client passed its deadline; closing it", "cid", c.cid, "remote", c.remote, "deadline", s.cfg.WriteDeadline)
+	}
 	c.send(s.infoLine(c))
 	if s.cfg.Auth != nil {
 		c.authTimer = time.AfterFunc(s.cfg.AuthTimeout, func() {
@@ -217,6 +225,38 @@ func (s *Server) startClient(conn net.Conn) {
 	s.goRun(c.readLoop)
 }
 
+// connectURLs lists the NATS addresses of this broker and the peers it has
+// a route to, for INFO connect_urls: clients learn the region's other
+// brokers and fail over to them (NATS protocol §1.2).
+func (s *Server) connectURLs() []string {
+	urls := []string{s.Addr()}
+	s.mu.Lock()
+	for _, r := range s.routes {
+		if r.clientAddr != "" {
+			urls = append(urls, r.clientAddr)
+		}
+	}
+	s.mu.Unlock()
+	slices.Sort(urls[1:])
+	return urls
+}
+
+// broadcastInfo sends every connected client a fresh INFO when the
+// region's brokers change, so their reconnect lists follow.
+func (s *Server) broadcastInfo() {
+	s.mu.Lock()
+	clients := make([]*client, 0, len(s.clients))
+	for _, c := range s.clients {
+		clients = append(clients, c)
+	}
+	s.mu.Unlock()
+	for _, c := range clients {
+		if c.handshook.Load() {
+			c.send(s.infoLine(c))
+		}
+	}
+}
+
 // infoLine renders the INFO for client c (NATS protocol §1.2).
 func (s *Server) infoLine(c *client) []byte {
 	host, port := hostPort(s.ln.Addr())
@@ -226,6 +266,9 @@ func (s *Server) infoLine(c *client) []byte {
 		Go: runtime.Version(), Host: host, Port: port, Headers: true, MaxPayload: s.cfg.MaxPayload,
 		ClientID: c.cid, ClientIP: clientIP, AuthRequired: s.cfg.Auth != nil,
 		Region: s.cfg.Region, StrataVersion: s.cfg.StrataVersion,
+	}
+	if s.routeLn != nil {
+		info.ConnectURLs = s.connectURLs()
 	}
 	b, _ := json.Marshal(info)
 	return append(append([]byte("INFO "), b...), '\r', '\n')

@@ -155,7 +155,7 @@ func (p *Parser) msgArgs(op opCode, rest []byte) (hdr, total int, err error) {
 	if !ok {
 		return 0, 0, protoErr(ErrUnknownOp, op, "bad size", sizeArg)
 	}
-	if h64 > t64 || (h64 > 0 && h64 < int64(minHeader)) ||
+	if h64 > t64 ||
 		(h64 == sizeSaturate && t64 == sizeSaturate && cmpDigits(hdrArg, sizeArg) > 0) {
 		return 0, 0, protoErr(ErrBadHeaders, op, "header size "+string(hdrArg)+" with total", sizeArg)
 	}

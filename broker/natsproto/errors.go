@@ -23,7 +23,8 @@ var (
 	// line, before any payload is read. -ERR 'Maximum Payload Violation'.
 	ErrMaxPayload = errors.New("natsproto: maximum payload violation")
 	// ErrBadHeaders: an HPUB or RMSG whose header size is over its total
-	// size, or is positive but shorter than "NATS/1.0\r\n\r\n" (12 bytes).
+	// size. (A header block that does not start with NATS/1.0 is the
+	// broker's to refuse, with -ERR 'Unknown Protocol Operation'.)
 	// The reference server closes without an -ERR.
 	ErrBadHeaders = errors.New("natsproto: bad header size")
 	// ErrHeadersOff: HPUB on a connection whose CONNECT did not set

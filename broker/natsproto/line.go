@@ -47,11 +47,13 @@ func (o opCode) String() string { return opNames[o] }
 
 // The ops each Kind accepts, most frequent first.
 var (
-	clientOps = []opCode{opPub, opHPub, opPing, opPong, opSub, opUnsub, opConnect, opOK, opErr}
+	clientOps = []opCode{opPub, opHPub, opPing, opPong, opSub, opUnsub, opConnect, opOK, opErr, opInfo}
 	routeOps  = []opCode{opRMsg, opRouteSub, opRouteUnsub, opPing, opPong, opConnect, opInfo, opErr}
 )
 
-// minHeader is the shortest header block: "NATS/1.0\r\n\r\n".
+// minHeader is the shortest well-formed header block, "NATS/1.0\r\n\r\n"
+// (the parser does not enforce it: the broker checks the NATS/1.0 prefix
+// and answers -ERR 'Unknown Protocol Operation', as the reference does).
 const minHeader = len("NATS/1.0\r\n\r\n")
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' }

@@ -23,7 +23,7 @@ func naiveParse(cfg Config, data []byte) (calls []string, err error, exact bool)
 		maxPay = cfg.MaxPayload
 	}
 	allowed := map[string]bool{"CONNECT": true, "PING": true, "PONG": true, "-ERR": true}
-	for _, op := range strings.Fields(map[Kind]string{KindClient: "PUB HPUB SUB UNSUB +OK", KindRoute: "INFO RS+ RS- RMSG"}[cfg.Kind]) {
+	for _, op := range strings.Fields(map[Kind]string{KindClient: "PUB HPUB SUB UNSUB +OK INFO", KindRoute: "INFO RS+ RS- RMSG"}[cfg.Kind]) {
 		allowed[op] = true
 	}
 	headers := cfg.Headers
@@ -120,7 +120,7 @@ func naiveParse(cfg Config, data []byte) (calls []string, err error, exact bool)
 				return calls, ErrUnknownOp, true
 			}
 			bigHdr, bigTotal := size(hs), size(ts)
-			if bigHdr.Cmp(bigTotal) > 0 || bigHdr.Sign() > 0 && bigHdr.Cmp(big.NewInt(12)) < 0 {
+			if bigHdr.Cmp(bigTotal) > 0 {
 				return calls, ErrBadHeaders, true
 			}
 			if bigTotal.Cmp(big.NewInt(int64(maxPay))) > 0 {

@@ -7,8 +7,8 @@ type Kind int
 
 const (
 	// KindClient: the ops a NATS client sends: CONNECT PUB HPUB SUB UNSUB
-	// PING PONG, and +OK and -ERR (reported through Handler.OK and
-	// Handler.Err).
+	// PING PONG, and +OK, -ERR and INFO (reported through Handler.OK,
+	// Handler.Err and Handler.Info; the reference ignores a client's INFO).
 	KindClient Kind = iota
 	// KindRoute: the ops on Strata's broker-to-broker link: CONNECT INFO
 	// PING PONG RS+ RS- RMSG -ERR.
@@ -63,8 +63,8 @@ type Handler interface {
 	// Connect gets the argument of CONNECT <json> (NATS protocol:
 	// CONNECT; both kinds): the JSON, not decoded.
 	Connect(arg []byte) error
-	// Info gets the argument of INFO <json> (NATS protocol: INFO;
-	// KindRoute only): the JSON, not decoded.
+	// Info gets the argument of INFO <json> (NATS protocol: INFO; both
+	// kinds): the JSON, not decoded.
 	Info(arg []byte) error
 	// Msg gets a PUB or HPUB (NATS protocol: PUB, HPUB; KindClient) or an
 	// RMSG (Strata route protocol; KindRoute). *m is reused.

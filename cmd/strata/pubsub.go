@@ -23,7 +23,7 @@ type natsFlags struct {
 func (f *natsFlags) add(cmd *cobra.Command) {
 	p := cmd.Flags()
 	p.StringVarP(&f.server, "server", "s", "", "NATS URL(s) of brokers, comma-separated (default: the region's brokers from <data-dir>/mesh.json)")
-	p.StringVar(&f.dataDir, "data-dir", "", "data directory of a running `strata up` (default ./strata-data)")
+	p.StringVar(&f.dataDir, "data-dir", "", "data directory of a running 'strata up' (default ./strata-data)")
 	p.StringVar(&f.region, "region", "", "region whose brokers to use (default: the first region in mesh.json)")
 }
 
@@ -32,7 +32,7 @@ func (f *natsFlags) connect(name string) (*nats.Conn, error) {
 	if url == "" {
 		mf, err := meshfile.Read(dataDirOr(f.dataDir, nil))
 		if err != nil {
-			return nil, fmt.Errorf("%w (or give --server)", err)
+			return nil, fmt.Errorf("%w (or give -s/--server URL)", err)
 		}
 		urls, err := mf.NATSURLs(f.region)
 		if err != nil {

@@ -21,9 +21,12 @@ type File struct {
 
 // Region is one region's entry.
 type Region struct {
-	Name  string `json:"name"`
-	Tier  Tier   `json:"tier"`
-	Nodes []Node `json:"nodes"`
+	Name string `json:"name"`
+	Tier Tier   `json:"tier"`
+	// NATS lists the NATS URLs of the region's brokers (what clients give
+	// nats.Connect or `nats -s`, comma-joined).
+	NATS  []string `json:"nats,omitempty"`
+	Nodes []Node   `json:"nodes"`
 	// WAN is the WAN pool as seen from this region (status only).
 	WAN []Member `json:"wan,omitempty"`
 }

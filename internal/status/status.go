@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"text/tabwriter"
 
@@ -200,6 +201,9 @@ func PrintTable(w io.Writer, f *meshfile.File) {
 	fmt.Fprintf(w, "mesh %s (up since %s)\n", f.Mesh, f.StartedAt.Format("2006-01-02 15:04:05Z07:00"))
 	for _, r := range f.Regions {
 		fmt.Fprintf(w, "\nregion %s (tier %s)\n", r.Name, r.Tier.Kind)
+		if len(r.NATS) > 0 {
+			fmt.Fprintf(w, "  NATS: %s\n", strings.Join(r.NATS, ","))
+		}
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  NODE\tROLE\tSTATE\tREADY\tPID\tADMIN\tDETAIL")
 		for _, n := range r.Nodes {

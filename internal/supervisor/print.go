@@ -22,8 +22,8 @@ func (r *run) printEndpoints(took time.Duration) {
 			tier += " " + reg.Tier.Bucket
 		}
 		fmt.Fprintf(r.out, "\nregion %s  (tier: %s)\n", reg.Name, tier)
-		if urls := natsURLs(reg); urls != "" {
-			fmt.Fprintf(r.out, "  NATS: %s\n", urls)
+		if len(reg.NATS) > 0 {
+			fmt.Fprintf(r.out, "  NATS: %s\n", strings.Join(reg.NATS, ","))
 		}
 		tw := tabwriter.NewWriter(r.out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  ROLE\tID\tPID\tNATS\tADMIN\tETCD\tGRPC\tSERF LAN\tSERF WAN")
@@ -34,18 +34,6 @@ func (r *run) printEndpoints(took time.Duration) {
 	}
 	fmt.Fprintf(r.out, "\nEndpoints are in %s. `strata status --data-dir %s` shows live membership. Ctrl-C stops the mesh.\n",
 		meshfile.Path(r.cfg.DataDir), r.cfg.DataDir)
-}
-
-// natsURLs is the region's brokers' NATS URLs, comma-separated (the form
-// `nats -s` and nats.Connect take).
-func natsURLs(reg meshfile.Region) string {
-	var urls []string
-	for _, n := range reg.Nodes {
-		if n.NATS != "" {
-			urls = append(urls, n.NATS)
-		}
-	}
-	return strings.Join(urls, ",")
 }
 
 func dash(s string) string {

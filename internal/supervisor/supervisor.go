@@ -249,6 +249,11 @@ func (r *run) writeFile(started time.Time) error {
 				}
 			}
 		}
+		for _, n := range entry.Nodes {
+			if n.NATS != "" {
+				entry.NATS = append(entry.NATS, n.NATS)
+			}
+		}
 		f.Regions = append(f.Regions, entry)
 	}
 	r.mu.Lock()
