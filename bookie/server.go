@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
 	"github.com/stratamesh/strata/bookie/bookiepb"
@@ -68,7 +69,13 @@ func (s *Server) Register(g grpc.ServiceRegistrar) { bookiepb.RegisterBookieServ
 // ServerOptions are the gRPC server options the bookie protocol needs
 // (message size limits).
 func ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize)}
+	return []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize),
+		// Ledger clients ping every 10 s to notice a frozen bookie; gRPC's
+		// default policy would refuse pings more often than every 5 min
+		// and cut the connection.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+	}
 }
 
 // Shutdown begins ending the service and returns at once: open Add

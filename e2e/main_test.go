@@ -23,6 +23,10 @@ import (
 var strataBin string
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv("STRATA_E2E_LEDGER_WRITER"); spec != "" {
+		ledgerWriterMain(spec) // this binary, re-run as a ledger writer process
+		return
+	}
 	dir, err := os.MkdirTemp("", "strata-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

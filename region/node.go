@@ -43,6 +43,7 @@ type Node struct {
 	broker   *broker.Server              // brokers only
 	lanRef   atomic.Pointer[gossip.Pool] // n.lan, for the broker's peer source
 	bookie   *bookie.Bookie              // bookies only
+	ledgerCl ledgerClient                // opened on first use by the ledger admin routes
 	engine   *storage.Engine             // bookies only: the bookie\'s storage
 	joins    []func()                    // pool joins, run after registration
 	ports    rememberedPorts             // ports bound last time (ports.json)
@@ -278,6 +279,7 @@ func (n *Node) startAdmin() error {
 	n.admin.Handle("GET /metrics", n.tel.Handler())
 	n.admin.Handle("GET /admin/v1/members", n.membersHandler())
 	n.bookieRoutes(n.admin)
+	n.ledgerRoutes(n.admin)
 	n.admin.AddReadyCheck("metadata", func(ctx context.Context) error {
 		_, err := n.store.Get(ctx, n.registrationKey())
 		return err
@@ -395,6 +397,7 @@ func (n *Node) Stop(ctx context.Context) error {
 		if n.bookie != nil {
 			errs = append(errs, n.bookie.Stop(ctx))
 		}
+		errs = append(errs, n.closeLedgers())
 		if n.reg != nil {
 			errs = append(errs, n.reg.revoke(ctx))
 		}

@@ -101,6 +101,6 @@ func newAdmin() *cobra.Command {
 			return tw.Flush()
 		},
 	})
-	cmd.AddCommand(bookies)
+	cmd.AddCommand(bookies, newAdminLedgers(&flags))
 	return cmd
 }

@@ -1,0 +1,252 @@
+// Command ledgerbench measures the ledger client end to end: 1 KiB entries
+// appended to one ledger (E=3, Qw=2, Qa=2 by default) over four bookie
+// processes on loopback with fsync on, as adds/s and p50/p99/p999 latency
+// at full load (a window of adds in flight) and at half load (an open-loop
+// rate of half the full-load throughput), and, in the same run and on the
+// same disk, the raw write+fsync limit at the bookies' mean journal batch.
+// Each ledger add costs Qw journal writes on the shared disk, so the
+// ledger's physical limit is raw / Qw. Run it through bench/ledger.sh.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/stratamesh/strata/bookie/ledger"
+	"github.com/stratamesh/strata/internal/adminclient"
+	"github.com/stratamesh/strata/internal/meshfile"
+	"github.com/stratamesh/strata/internal/meta"
+	"github.com/stratamesh/strata/region"
+	"github.com/stratamesh/strata/topology"
+)
+
+const topo = `mesh: bench
+regions:
+  - name: solo
+    brokers: 1
+    bookies: 4
+    ledger: {ensemble: 3, write_quorum: 2, ack_quorum: 2}
+`
+
+func main() {
+	strata := flag.String("strata", "bin/strata", "the strata binary")
+	n := flag.Int("n", 50000, "adds per load level")
+	size := flag.Int("size", 1024, "entry payload size in bytes")
+	window := flag.Int("window", 512, "adds in flight at full load")
+	e := flag.Int("e", 3, "ensemble size")
+	qw := flag.Int("qw", 2, "write quorum")
+	qa := flag.Int("qa", 2, "ack quorum")
+	dir := flag.String("dir", "", "data directory (default: a new temporary one, removed after)")
+	flag.Parse()
+	if err := run(*strata, *dir, *n, *size, *window, *e, *qw, *qa); err != nil {
+		fmt.Fprintln(os.Stderr, "ledgerbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(strata, dir string, n, size, window, e, qw, qa int) error {
+	if dir == "" {
+		d, err := os.MkdirTemp(".", "ledgerbench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	topoPath := filepath.Join(dir, "bench.yaml")
+	if err := os.WriteFile(topoPath, []byte(topo), 0o644); err != nil {
+		return err
+	}
+	common := []string{"node", "--topology", topoPath, "--region", "solo", "--data-dir", filepath.Join(dir, "data"), "--gossip", "loopback", "--log-level", "error"}
+	metaNode, err := startNode(strata, append(common, "--id", "meta"))
+	if err != nil {
+		return err
+	}
+	defer stop(metaNode.cmd)
+	var bookies []*node
+	for _, id := range []string{"k1", "k2", "k3", "k4"} {
+		b, err := startNode(strata, append(common, "--id", id, "--etcd", metaNode.report.Etcd, "--join", metaNode.report.SerfLAN))
+		if err != nil {
+			return err
+		}
+		defer stop(b.cmd)
+		bookies = append(bookies, b)
+	}
+	m, _, err := topology.Parse("bench.yaml", []byte(topo))
+	if err != nil {
+		return err
+	}
+	r, _ := m.Region("solo")
+	ctx := context.Background()
+	st, err := meta.Open(ctx, meta.Config{Endpoints: []string{metaNode.report.Etcd}, Prefix: region.KeyPrefix(m, r)})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	lc, err := ledger.NewClient(ledger.Config{Store: st})
+	if err != nil {
+		return err
+	}
+	defer lc.Close()
+	opts := ledger.CreateOptions{Ensemble: e, WriteQuorum: qw, AckQuorum: qa, Password: []byte("bench")}
+
+	full, fullLat, err := load(ctx, lc, opts, n, size, window, 0)
+	if err != nil {
+		return err
+	}
+	half, halfLat, err := load(ctx, lc, opts, n, size, window*4, full/2)
+	if err != nil {
+		return err
+	}
+	// The bookies' journal batches, for the raw run's batch size.
+	var batches, adds int64
+	for _, b := range bookies {
+		var view region.BookieView
+		if err := adminclient.Get(ctx, nil, b.report.Admin, "/admin/v1/bookie", &view); err != nil {
+			return err
+		}
+		batches += view.Journal.Batches
+		adds += view.Journal.Adds
+	}
+	batch := max(1, int(float64(adds)/float64(max(1, batches))+0.5))
+	raw, err := rawWriteFsync(filepath.Join(dir, "raw"), size, batch, int(min(batches/int64(len(bookies)), 10000)))
+	if err != nil {
+		return err
+	}
+	limit := raw / float64(qw)
+	fmt.Printf("ledger E=%d Qw=%d Qa=%d over %d bookie processes, %d adds of %d B per level, fsync on\n", e, qw, qa, len(bookies), n, size)
+	fmt.Printf("  full load (%d in flight): adds/s %.0f   p50 %v   p99 %v   p999 %v\n", window, full, pct(fullLat, 0.50), pct(fullLat, 0.99), pct(fullLat, 0.999))
+	fmt.Printf("  half load (open loop at %.0f/s): adds/s %.0f   p50 %v   p99 %v   p999 %v\n", full/2, half, pct(halfLat, 0.50), pct(halfLat, 0.99), pct(halfLat, 0.999))
+	fmt.Printf("  bookie journals: %d group commits, mean %d entries each\n", batches, batch)
+	fmt.Printf("raw write+fsync on the same disk, batches of %d x %d B: %.0f entries/s; / Qw = %.0f ledger adds/s (the limit)\n", batch, size, raw, limit)
+	fmt.Printf("ratio ledger/limit at full load: %.2f\n", full/limit)
+	return nil
+}
+
+// load appends n entries to a new ledger with at most window in flight;
+// with rate > 0 it paces the appends at rate per second (open loop). It
+// returns adds/s and each add's latency (append to confirmation).
+func load(ctx context.Context, lc *ledger.Client, opts ledger.CreateOptions, n, size, window int, rate float64) (float64, []time.Duration, error) {
+	w, err := lc.Create(ctx, opts)
+	if err != nil {
+		return 0, nil, err
+	}
+	payload := make([]byte, size)
+	lat := make([]time.Duration, n)
+	sem := make(chan struct{}, window)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if rate > 0 {
+			if d := time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))); d > 0 {
+				time.Sleep(d)
+			}
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		sent := time.Now()
+		i := i
+		w.AppendAsync(payload, func(_ int64, err error) {
+			lat[i] = time.Since(sent)
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+			<-sem
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if firstErr != nil {
+		return 0, nil, firstErr
+	}
+	if _, err := w.Close(ctx); err != nil {
+		return 0, nil, err
+	}
+	return float64(n) / elapsed.Seconds(), lat, nil
+}
+
+type node struct {
+	cmd    *exec.Cmd
+	report meshfile.Node
+}
+
+func startNode(strata string, args []string) (*node, error) {
+	cmd := exec.Command(strata, args...)
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		stop(cmd)
+		return nil, fmt.Errorf("%v: no report", args)
+	}
+	var rep meshfile.Node
+	if err := json.Unmarshal(sc.Bytes(), &rep); err != nil {
+		stop(cmd)
+		return nil, err
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	return &node{cmd: cmd, report: rep}, nil
+}
+
+func stop(cmd *exec.Cmd) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+}
+
+// rawWriteFsync appends batches of batch entries of size bytes to a file
+// and fsyncs after each, for rounds batches; it returns entries/s.
+func rawWriteFsync(dir string, size, batch, rounds int) (float64, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, err
+	}
+	f, err := os.Create(filepath.Join(dir, "raw.log"))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	rounds = max(rounds, 200)
+	buf := make([]byte, size*batch)
+	start := time.Now()
+	for i := 0; i < rounds; i++ {
+		if _, err := f.Write(buf); err != nil {
+			return 0, err
+		}
+		if err := f.Sync(); err != nil {
+			return 0, err
+		}
+	}
+	return float64(rounds*batch) / time.Since(start).Seconds(), nil
+}
+
+func pct(lat []time.Duration, p float64) time.Duration {
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(p*float64(len(s))))].Round(time.Microsecond)
+}
