@@ -185,16 +185,18 @@ func (as *addStream) acquire(want int) int {
 func (as *addStream) receive() {
 	defer close(as.recvDone)
 	for {
-		req, err := as.stream.Recv()
-		if err != nil {
+		// A new message each time: its entries' buffers now belong to
+		// the engine.
+		in := new(addRequestIn)
+		if err := as.stream.RecvMsg(in); err != nil {
 			if err != io.EOF {
 				as.recvErr = err
 			}
 			return
 		}
 		as.srv.addStats.requests.Add(1)
-		as.srv.addStats.entries.Add(int64(len(req.GetEntries())))
-		if !as.srv.add(req, as.acquire, as) {
+		as.srv.addStats.entries.Add(int64(len(in.GetEntries())))
+		if !as.srv.add(&in.AddRequest, in.recs, as.acquire, as) {
 			return
 		}
 	}
@@ -243,8 +245,10 @@ type addResponder interface {
 // add validates a request and passes its entries to the engine, in order,
 // after acquire(k) granted slots for the next k of them (acquire returns
 // between 1 and the number asked for, or 0 to stop: add then returns
-// false, and the entries not handed in get no outcome).
-func (s *Server) add(req *bookiepb.AddRequest, acquire func(int) int, r addResponder) bool {
+// false, and the entries not handed in get no outcome). recs, when not
+// nil, holds each entry's record buffer (see addRequestIn), handed to the
+// engine with it.
+func (s *Server) add(req *bookiepb.AddRequest, recs [][]byte, acquire func(int) int, r addResponder) bool {
 	entries := req.GetEntries()
 	if len(entries) == 0 {
 		r.refuse()
@@ -261,7 +265,11 @@ func (s *Server) add(req *bookiepb.AddRequest, acquire func(int) int, r addRespo
 			c := &calls[i+j]
 			c.srv, c.r = s, r
 			c.tag, c.ledger, c.entry = e.GetTag(), e.GetLedgerId(), e.GetEntryId()
-			s.addEntry(c, e, batchErr, req.GetInstance())
+			var rec []byte
+			if recs != nil {
+				rec = recs[i+j]
+			}
+			s.addEntry(c, e, rec, batchErr, req.GetInstance())
 		}
 		i += n
 	}
@@ -279,8 +287,9 @@ type addCall struct {
 }
 
 // addEntry validates entry e (after its request's batchErr) and passes it
-// to the engine; c.r.complete is called exactly once.
-func (s *Server) addEntry(c *addCall, e *bookiepb.AddEntry, batchErr error, instance string) {
+// to the engine, with rec (nil, or e's payload in a record buffer: see
+// storage.AddRequest.Record); c.r.complete is called exactly once.
+func (s *Server) addEntry(c *addCall, e *bookiepb.AddEntry, rec []byte, batchErr error, instance string) {
 	err := batchErr
 	if err == nil {
 		err = validateAddEntry(e, s.cfg.MaxEntrySize)
@@ -291,7 +300,7 @@ func (s *Server) addEntry(c *addCall, e *bookiepb.AddEntry, batchErr error, inst
 	}
 	s.st.Add(storage.AddRequest{
 		LedgerID: e.GetLedgerId(), EntryID: e.GetEntryId(), LAC: e.GetLac(),
-		MasterKey: e.GetMasterKey(), Payload: e.GetPayload(), Recovery: e.GetRecovery(),
+		MasterKey: e.GetMasterKey(), Payload: e.GetPayload(), Recovery: e.GetRecovery(), Record: rec,
 	}, c.done)
 }
 

@@ -387,3 +387,44 @@ func TestOpenRejectsBadConfigAndSecondOpen(t *testing.T) {
 		t.Fatal("second engine on the same directory")
 	}
 }
+
+// TestAddRecordInPlace: an add whose payload sits in a NewRecord buffer
+// is stored in that buffer (no copy); a Record of another shape is
+// ignored and the payload copied. Both read back intact, from the cache
+// and from the entry log.
+func TestAddRecordInPlace(t *testing.T) {
+	e := open(t, testConfig(vfs.NewMem()))
+	req := addReq(1, 0)
+	req.Record = NewRecord(len(req.Payload))
+	copy(req.Record[EntryHeaderSize:], req.Payload)
+	req.Payload = req.Record[EntryHeaderSize:]
+	mustAdd(t, e, req)
+	if rec, ok := e.cache.get(1, 0); !ok || &rec[0] != &req.Record[0] {
+		t.Fatal("the record buffer was not kept")
+	}
+	odd := addReq(1, 1)
+	odd.Record = make([]byte, EntryHeaderSize+len(odd.Payload)) // payload not in it
+	mustAdd(t, e, odd)
+	if rec, ok := e.cache.get(1, 1); !ok || &rec[0] == &odd.Record[0] {
+		t.Fatal("a record of another shape was kept")
+	}
+	empty := addReq(1, 2)
+	empty.Record = NewRecord(0)
+	empty.Payload = empty.Record[EntryHeaderSize:]
+	mustAdd(t, e, empty)
+	for i := int64(0); i < 2; i++ {
+		checkEntry(t, e, 1, i)
+	}
+	check := func() {
+		t.Helper()
+		if got, err := e.Read(1, 2); err != nil || len(got.Payload) != 0 {
+			t.Fatalf("empty entry: %q %v", got.Payload, err)
+		}
+	}
+	check()
+	flush(t, e)
+	for i := int64(0); i < 2; i++ {
+		checkEntry(t, e, 1, i)
+	}
+	check()
+}

@@ -38,7 +38,7 @@ func (e *Engine) Add(req AddRequest, done func(error)) {
 		done(err)
 		return
 	}
-	rec := encodeEntry(req.LedgerID, req.EntryID, req.LAC, req.Payload)
+	rec := recordOf(&req)
 	o := &op{kind: opAdd, ledger: req.LedgerID, entry: req.EntryID, lac: req.LAC, rec: rec,
 		recCRC: recordCRC(recAdd, rec), done: done}
 	e.j.waitSpace()
