@@ -256,11 +256,14 @@ func (s *Server) add(req *bookiepb.AddRequest, recs [][]byte, acquire func(int) 
 	}
 	batchErr := validateAddBatch(req)
 	calls := make([]addCall, len(entries))
+	sreqs := make([]storage.AddRequest, 0, len(entries))
+	dones := make([]func(error), 0, len(entries))
 	for i := 0; i < len(entries); {
 		n := acquire(len(entries) - i)
 		if n <= 0 {
 			return false
 		}
+		sreqs, dones = sreqs[:0], dones[:0]
 		for j, e := range entries[i : i+n] {
 			c := &calls[i+j]
 			c.srv, c.r = s, r
@@ -269,11 +272,41 @@ func (s *Server) add(req *bookiepb.AddRequest, recs [][]byte, acquire func(int) 
 			if recs != nil {
 				rec = recs[i+j]
 			}
-			s.addEntry(c, e, rec, batchErr, req.GetInstance())
+			sr, err := s.checkEntry(e, rec, batchErr, req.GetInstance())
+			if err != nil {
+				// Outcomes keep the entries' order with an engine that
+				// completes at once (tests rely on it).
+				s.store(sreqs, dones)
+				sreqs, dones = sreqs[:0], dones[:0]
+				c.done(err)
+				continue
+			}
+			sreqs, dones = append(sreqs, sr), append(dones, c.done)
 		}
+		s.store(sreqs, dones)
 		i += n
 	}
 	return true
+}
+
+// batchAdder is a Storage taking several adds at once, which it journals
+// together (storage.Engine.AddBatch).
+type batchAdder interface {
+	AddBatch(reqs []storage.AddRequest, done []func(error))
+}
+
+// store hands adds to the engine: all at once when it takes batches.
+func (s *Server) store(reqs []storage.AddRequest, dones []func(error)) {
+	if len(reqs) == 0 {
+		return
+	}
+	if b, ok := s.st.(batchAdder); ok {
+		b.AddBatch(reqs, dones)
+		return
+	}
+	for i := range reqs {
+		s.st.Add(reqs[i], dones[i])
+	}
 }
 
 // addCall is one entry of a request on its way through the engine. The
@@ -286,22 +319,21 @@ type addCall struct {
 	once          atomic.Bool
 }
 
-// addEntry validates entry e (after its request's batchErr) and passes it
-// to the engine, with rec (nil, or e's payload in a record buffer: see
-// storage.AddRequest.Record); c.r.complete is called exactly once.
-func (s *Server) addEntry(c *addCall, e *bookiepb.AddEntry, rec []byte, batchErr error, instance string) {
+// checkEntry validates entry e (after its request's batchErr) and
+// returns it as the engine's request, with rec (nil, or e's payload in a
+// record buffer: see storage.AddRequest.Record), or the error to answer.
+func (s *Server) checkEntry(e *bookiepb.AddEntry, rec []byte, batchErr error, instance string) (storage.AddRequest, error) {
 	err := batchErr
 	if err == nil {
 		err = validateAddEntry(e, s.cfg.MaxEntrySize)
 	}
 	if err := s.checkFor(err, instance); err != nil {
-		c.done(err)
-		return
+		return storage.AddRequest{}, err
 	}
-	s.st.Add(storage.AddRequest{
+	return storage.AddRequest{
 		LedgerID: e.GetLedgerId(), EntryID: e.GetEntryId(), LAC: e.GetLac(),
 		MasterKey: e.GetMasterKey(), Payload: e.GetPayload(), Recovery: e.GetRecovery(), Record: rec,
-	}, c.done)
+	}, nil
 }
 
 // done is the engine's completion callback.

@@ -428,3 +428,37 @@ func TestAddRecordInPlace(t *testing.T) {
 	}
 	check()
 }
+
+// TestAddBatch: the entries of one AddBatch get their own outcomes (an
+// invalid one and one with the wrong master key fail alone) and the valid
+// ones enter the journal together, in one group commit.
+func TestAddBatch(t *testing.T) {
+	e := open(t, testConfig(vfs.NewMem()))
+	mustAdd(t, e, addReq(1, 0))
+	before := e.Stats().JournalBatches
+	reqs := []AddRequest{addReq(1, 1), addReq(2, 0), {LedgerID: 1, EntryID: -1, LAC: -1}, addReq(1, 2), addReq(1, 3)}
+	reqs[3].MasterKey = []byte("wrong")
+	errs := make([]error, len(reqs))
+	var wg sync.WaitGroup
+	dones := make([]func(error), len(reqs))
+	for i := range reqs {
+		wg.Add(1)
+		dones[i] = func(err error) { errs[i] = err; wg.Done() }
+	}
+	e.AddBatch(reqs, dones)
+	wg.Wait()
+	for i, want := range []error{nil, nil, ErrInvalid, ErrMasterKey, nil} {
+		if !errors.Is(errs[i], want) || (want == nil && errs[i] != nil) {
+			t.Fatalf("entry %d: %v, want %v", i, errs[i], want)
+		}
+	}
+	if n := e.Stats().JournalBatches - before; n != 1 {
+		t.Fatalf("%d group commits for one AddBatch", n)
+	}
+	for _, le := range [][2]int64{{1, 1}, {2, 0}, {1, 3}} {
+		checkEntry(t, e, le[0], le[1])
+	}
+	if _, err := e.Read(1, 2); !errors.Is(err, ErrNoEntry) {
+		t.Fatalf("refused entry: %v", err)
+	}
+}
