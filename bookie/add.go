@@ -185,16 +185,18 @@ func (as *addStream) acquire(want int) int {
 func (as *addStream) receive() {
 	defer close(as.recvDone)
 	for {
-		req, err := as.stream.Recv()
-		if err != nil {
+		// A new message each time: its entries' buffers now belong to
+		// the engine.
+		in := new(addRequestIn)
+		if err := as.stream.RecvMsg(in); err != nil {
 			if err != io.EOF {
 				as.recvErr = err
 			}
 			return
 		}
 		as.srv.addStats.requests.Add(1)
-		as.srv.addStats.entries.Add(int64(len(req.GetEntries())))
-		if !as.srv.add(req, as.acquire, as) {
+		as.srv.addStats.entries.Add(int64(len(in.GetEntries())))
+		if !as.srv.add(&in.AddRequest, in.recs, as.acquire, as) {
 			return
 		}
 	}
@@ -243,8 +245,10 @@ type addResponder interface {
 // add validates a request and passes its entries to the engine, in order,
 // after acquire(k) granted slots for the next k of them (acquire returns
 // between 1 and the number asked for, or 0 to stop: add then returns
-// false, and the entries not handed in get no outcome).
-func (s *Server) add(req *bookiepb.AddRequest, acquire func(int) int, r addResponder) bool {
+// false, and the entries not handed in get no outcome). recs, when not
+// nil, holds each entry's record buffer (see addRequestIn), handed to the
+// engine with it.
+func (s *Server) add(req *bookiepb.AddRequest, recs [][]byte, acquire func(int) int, r addResponder) bool {
 	entries := req.GetEntries()
 	if len(entries) == 0 {
 		r.refuse()
@@ -252,20 +256,57 @@ func (s *Server) add(req *bookiepb.AddRequest, acquire func(int) int, r addRespo
 	}
 	batchErr := validateAddBatch(req)
 	calls := make([]addCall, len(entries))
+	sreqs := make([]storage.AddRequest, 0, len(entries))
+	dones := make([]func(error), 0, len(entries))
 	for i := 0; i < len(entries); {
 		n := acquire(len(entries) - i)
 		if n <= 0 {
 			return false
 		}
+		sreqs, dones = sreqs[:0], dones[:0]
 		for j, e := range entries[i : i+n] {
 			c := &calls[i+j]
 			c.srv, c.r = s, r
 			c.tag, c.ledger, c.entry = e.GetTag(), e.GetLedgerId(), e.GetEntryId()
-			s.addEntry(c, e, batchErr, req.GetInstance())
+			var rec []byte
+			if recs != nil {
+				rec = recs[i+j]
+			}
+			sr, err := s.checkEntry(e, rec, batchErr, req.GetInstance())
+			if err != nil {
+				// Outcomes keep the entries' order with an engine that
+				// completes at once (tests rely on it).
+				s.store(sreqs, dones)
+				sreqs, dones = sreqs[:0], dones[:0]
+				c.done(err)
+				continue
+			}
+			sreqs, dones = append(sreqs, sr), append(dones, c.done)
 		}
+		s.store(sreqs, dones)
 		i += n
 	}
 	return true
+}
+
+// batchAdder is a Storage taking several adds at once, which it journals
+// together (storage.Engine.AddBatch).
+type batchAdder interface {
+	AddBatch(reqs []storage.AddRequest, done []func(error))
+}
+
+// store hands adds to the engine: all at once when it takes batches.
+func (s *Server) store(reqs []storage.AddRequest, dones []func(error)) {
+	if len(reqs) == 0 {
+		return
+	}
+	if b, ok := s.st.(batchAdder); ok {
+		b.AddBatch(reqs, dones)
+		return
+	}
+	for i := range reqs {
+		s.st.Add(reqs[i], dones[i])
+	}
 }
 
 // addCall is one entry of a request on its way through the engine. The
@@ -278,21 +319,21 @@ type addCall struct {
 	once          atomic.Bool
 }
 
-// addEntry validates entry e (after its request's batchErr) and passes it
-// to the engine; c.r.complete is called exactly once.
-func (s *Server) addEntry(c *addCall, e *bookiepb.AddEntry, batchErr error, instance string) {
+// checkEntry validates entry e (after its request's batchErr) and
+// returns it as the engine's request, with rec (nil, or e's payload in a
+// record buffer: see storage.AddRequest.Record), or the error to answer.
+func (s *Server) checkEntry(e *bookiepb.AddEntry, rec []byte, batchErr error, instance string) (storage.AddRequest, error) {
 	err := batchErr
 	if err == nil {
 		err = validateAddEntry(e, s.cfg.MaxEntrySize)
 	}
 	if err := s.checkFor(err, instance); err != nil {
-		c.done(err)
-		return
+		return storage.AddRequest{}, err
 	}
-	s.st.Add(storage.AddRequest{
+	return storage.AddRequest{
 		LedgerID: e.GetLedgerId(), EntryID: e.GetEntryId(), LAC: e.GetLac(),
-		MasterKey: e.GetMasterKey(), Payload: e.GetPayload(), Recovery: e.GetRecovery(),
-	}, c.done)
+		MasterKey: e.GetMasterKey(), Payload: e.GetPayload(), Recovery: e.GetRecovery(), Record: rec,
+	}, nil
 }
 
 // done is the engine's completion callback.

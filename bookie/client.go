@@ -49,7 +49,7 @@ type Client struct {
 func Dial(ctx context.Context, addr string, opts DialOptions) (*Client, error) {
 	dopts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageSize), grpc.MaxCallSendMsgSize(MaxMessageSize)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageSize), grpc.MaxCallSendMsgSize(MaxMessageSize), clientCodec),
 	}, opts.GRPC...)
 	conn, err := grpc.NewClient(addr, dopts...)
 	if err != nil {

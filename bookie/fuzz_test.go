@@ -92,7 +92,7 @@ func FuzzServerRequest(f *testing.F) {
 				return
 			}
 			var got fuzzResponder
-			if !srv.add(&req, func(n int) int { return n }, &got) {
+			if !srv.add(&req, nil, func(n int) int { return n }, &got) {
 				t.Fatal("add stopped")
 			}
 			es := req.GetEntries()

@@ -67,10 +67,11 @@ func NewServer(cfg ServerConfig) *Server {
 func (s *Server) Register(g grpc.ServiceRegistrar) { bookiepb.RegisterBookieServer(g, s) }
 
 // ServerOptions are the gRPC server options the bookie protocol needs
-// (message size limits).
+// (message size limits, keepalive policy) and its codec (see codec).
 func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize),
+		serverCodec, // see codec
 		// Ledger clients ping every 10 s to notice a frozen bookie; gRPC's
 		// default policy would refuse pings more often than every 5 min
 		// and cut the connection.

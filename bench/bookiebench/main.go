@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"syscall"
@@ -40,11 +41,43 @@ func main() {
 	size := flag.Int("size", 1024, "entry payload size in bytes")
 	window := flag.Int("window", 256, "adds in flight")
 	dir := flag.String("dir", "", "data directory (default: a new temporary one, removed after)")
+	profile := flag.String("cpuprofile", "", "write CPU profiles of the bookie process (`PREFIX`.bookie) and of this client (PREFIX.client)")
 	flag.Parse()
+	if *profile != "" {
+		stop, err := profileClient(*profile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bookiebench:", err)
+			os.Exit(1)
+		}
+		defer stop()
+	}
 	if err := run(*strata, *dir, *n, *size, *window); err != nil {
 		fmt.Fprintln(os.Stderr, "bookiebench:", err)
 		os.Exit(1)
 	}
+}
+
+// bookieProfile is the CPU profile path passed to the bookie process
+// (STRATA_CPUPROFILE), or empty.
+var bookieProfile string
+
+// profileClient starts this process's CPU profile (prefix.client) and
+// sets bookieProfile (prefix.bookie); the returned function stops it.
+func profileClient(prefix string) (func(), error) {
+	abs, err := filepath.Abs(prefix)
+	if err != nil {
+		return nil, err
+	}
+	bookieProfile = abs + ".bookie"
+	f, err := os.Create(abs + ".client")
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func run(strata, dir string, n, size, window int) error {
@@ -61,12 +94,13 @@ func run(strata, dir string, n, size, window int) error {
 		return err
 	}
 	common := []string{"node", "--topology", topo, "--region", "solo", "--data-dir", filepath.Join(dir, "data"), "--gossip", "loopback", "--log-level", "error"}
-	metaNode, err := startNode(strata, append(common, "--id", "meta"))
+	metaNode, err := startNode(strata, append(common, "--id", "meta"), "")
 	if err != nil {
 		return err
 	}
 	defer stop(metaNode.cmd)
-	k1, err := startNode(strata, append(common, "--id", "k1", "--etcd", metaNode.report.Etcd, "--join", metaNode.report.SerfLAN))
+	k1, err := startNode(strata, append(common, "--id", "k1", "--etcd", metaNode.report.Etcd, "--join", metaNode.report.SerfLAN),
+		bookieProfile)
 	if err != nil {
 		return err
 	}
@@ -103,8 +137,13 @@ type node struct {
 	report meshfile.Node
 }
 
-func startNode(strata string, args []string) (*node, error) {
+// startNode starts a node; with profile set, it writes its CPU profile
+// there when stopped.
+func startNode(strata string, args []string, profile string) (*node, error) {
 	cmd := exec.Command(strata, args...)
+	if profile != "" {
+		cmd.Env = append(os.Environ(), "STRATA_CPUPROFILE="+profile)
+	}
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()

@@ -45,7 +45,21 @@ type AddRequest struct {
 	// Recovery marks an add made by ledger recovery, which is allowed on a
 	// fenced ledger (BookKeeper's recovery add).
 	Recovery bool
+	// Record, when set, is a buffer the engine keeps as the entry's stored
+	// form instead of copying Payload into a new one: Payload must be
+	// Record[EntryHeaderSize:] (see NewRecord). The engine writes the
+	// header and owns Record from the call on; the caller must not touch
+	// it again. A Record of another shape is ignored (Payload is copied).
+	Record []byte
 }
+
+// EntryHeaderSize is the number of bytes a stored entry holds before its
+// payload (see AddRequest.Record).
+const EntryHeaderSize = entryHeaderSize
+
+// NewRecord returns a buffer for an entry of n payload bytes, for
+// AddRequest.Record: the payload goes in rec[EntryHeaderSize:].
+func NewRecord(n int) (rec []byte) { return make([]byte, entryHeaderSize+n) }
 
 // Entry is a stored entry as read back (CRC already verified).
 type Entry struct {

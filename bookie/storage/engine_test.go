@@ -387,3 +387,78 @@ func TestOpenRejectsBadConfigAndSecondOpen(t *testing.T) {
 		t.Fatal("second engine on the same directory")
 	}
 }
+
+// TestAddRecordInPlace: an add whose payload sits in a NewRecord buffer
+// is stored in that buffer (no copy); a Record of another shape is
+// ignored and the payload copied. Both read back intact, from the cache
+// and from the entry log.
+func TestAddRecordInPlace(t *testing.T) {
+	e := open(t, testConfig(vfs.NewMem()))
+	req := addReq(1, 0)
+	req.Record = NewRecord(len(req.Payload))
+	copy(req.Record[EntryHeaderSize:], req.Payload)
+	req.Payload = req.Record[EntryHeaderSize:]
+	mustAdd(t, e, req)
+	if rec, ok := e.cache.get(1, 0); !ok || &rec[0] != &req.Record[0] {
+		t.Fatal("the record buffer was not kept")
+	}
+	odd := addReq(1, 1)
+	odd.Record = make([]byte, EntryHeaderSize+len(odd.Payload)) // payload not in it
+	mustAdd(t, e, odd)
+	if rec, ok := e.cache.get(1, 1); !ok || &rec[0] == &odd.Record[0] {
+		t.Fatal("a record of another shape was kept")
+	}
+	empty := addReq(1, 2)
+	empty.Record = NewRecord(0)
+	empty.Payload = empty.Record[EntryHeaderSize:]
+	mustAdd(t, e, empty)
+	for i := int64(0); i < 2; i++ {
+		checkEntry(t, e, 1, i)
+	}
+	check := func() {
+		t.Helper()
+		if got, err := e.Read(1, 2); err != nil || len(got.Payload) != 0 {
+			t.Fatalf("empty entry: %q %v", got.Payload, err)
+		}
+	}
+	check()
+	flush(t, e)
+	for i := int64(0); i < 2; i++ {
+		checkEntry(t, e, 1, i)
+	}
+	check()
+}
+
+// TestAddBatch: the entries of one AddBatch get their own outcomes (an
+// invalid one and one with the wrong master key fail alone) and the valid
+// ones enter the journal together, in one group commit.
+func TestAddBatch(t *testing.T) {
+	e := open(t, testConfig(vfs.NewMem()))
+	mustAdd(t, e, addReq(1, 0))
+	before := e.Stats().JournalBatches
+	reqs := []AddRequest{addReq(1, 1), addReq(2, 0), {LedgerID: 1, EntryID: -1, LAC: -1}, addReq(1, 2), addReq(1, 3)}
+	reqs[3].MasterKey = []byte("wrong")
+	errs := make([]error, len(reqs))
+	var wg sync.WaitGroup
+	dones := make([]func(error), len(reqs))
+	for i := range reqs {
+		wg.Add(1)
+		dones[i] = func(err error) { errs[i] = err; wg.Done() }
+	}
+	e.AddBatch(reqs, dones)
+	wg.Wait()
+	for i, want := range []error{nil, nil, ErrInvalid, ErrMasterKey, nil} {
+		if !errors.Is(errs[i], want) || (want == nil && errs[i] != nil) {
+			t.Fatalf("entry %d: %v, want %v", i, errs[i], want)
+		}
+	}
+	if n := e.Stats().JournalBatches - before; n != 1 {
+		t.Fatalf("%d group commits for one AddBatch", n)
+	}
+	for _, le := range [][2]int64{{1, 1}, {2, 0}, {1, 3}} {
+		checkEntry(t, e, le[0], le[1])
+	}
+	if _, err := e.Read(1, 2); !errors.Is(err, ErrNoEntry) {
+		t.Fatalf("refused entry: %v", err)
+	}
+}

@@ -29,13 +29,30 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // encodeEntry returns the stored form of an entry.
 func encodeEntry(ledger, entry, lac int64, payload []byte) []byte {
 	b := make([]byte, entryHeaderSize+len(payload))
-	binary.BigEndian.PutUint32(b[0:], uint32(24+len(payload)))
+	copy(b[entryHeaderSize:], payload)
+	putEntryHeader(b, ledger, entry, lac)
+	return b
+}
+
+// putEntryHeader fills the header of b, a stored entry whose payload is
+// already in b[entryHeaderSize:].
+func putEntryHeader(b []byte, ledger, entry, lac int64) {
+	binary.BigEndian.PutUint32(b[0:], uint32(len(b)-8))
 	binary.BigEndian.PutUint64(b[8:], uint64(ledger))
 	binary.BigEndian.PutUint64(b[16:], uint64(entry))
 	binary.BigEndian.PutUint64(b[24:], uint64(lac))
-	copy(b[32:], payload)
 	binary.BigEndian.PutUint32(b[4:], crc32.Checksum(b[8:], castagnoli))
-	return b
+}
+
+// recordOf returns the stored form of req: req.Record with its header
+// filled when it holds req.Payload in place, else a new encoding.
+func recordOf(req *AddRequest) []byte {
+	r, p := req.Record, req.Payload
+	if len(r) == entryHeaderSize+len(p) && (len(p) == 0 || &r[entryHeaderSize] == &p[0]) {
+		putEntryHeader(r, req.LedgerID, req.EntryID, req.LAC)
+		return r
+	}
+	return encodeEntry(req.LedgerID, req.EntryID, req.LAC, req.Payload)
 }
 
 // entryIDs returns the ledger, entry and LAC in a stored entry's header,

@@ -207,10 +207,14 @@ func (j *journal) waitSpace() {
 	j.mu.Unlock()
 }
 
-// submit appends o's records to the pending batch. The caller holds the
-// engine lock, so records of one ledger enter the journal in the order
-// the engine admitted them. It fails only with ErrClosed.
-func (j *journal) submit(o *op) error {
+// submit appends the records of ops, in order, to the pending batch and
+// wakes the writer once. The caller holds the engine lock, so records of
+// one ledger enter the journal in the order the engine admitted them. It
+// fails only with ErrClosed (then none is submitted).
+func (j *journal) submit(ops ...*op) error {
+	if len(ops) == 0 {
+		return nil
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closing {
@@ -220,20 +224,22 @@ func (j *journal) submit(o *op) error {
 		j.pendFirst = j.cfg.clock.Now()
 		j.pendWhileBusy = j.inflight > 0
 	}
-	switch o.kind {
-	case opAdd:
-		if o.newKey {
-			j.pend = appendLedgerRecord(j.pend, recMasterKey, o.ledger, o.key)
-			j.pendRecs++
+	for _, o := range ops {
+		switch o.kind {
+		case opAdd:
+			if o.newKey {
+				j.pend = appendLedgerRecord(j.pend, recMasterKey, o.ledger, o.key)
+				j.pendRecs++
+			}
+			j.pend = appendRecord(j.pend, recAdd, o.recCRC, o.rec)
+		case opFence:
+			j.pend = appendLedgerRecord(j.pend, recFence, o.ledger, o.key)
+		case opDelete:
+			j.pend = appendLedgerRecord(j.pend, recDelete, o.ledger, nil)
 		}
-		j.pend = appendRecord(j.pend, recAdd, o.recCRC, o.rec)
-	case opFence:
-		j.pend = appendLedgerRecord(j.pend, recFence, o.ledger, o.key)
-	case opDelete:
-		j.pend = appendLedgerRecord(j.pend, recDelete, o.ledger, nil)
+		j.pendRecs++
 	}
-	j.pendRecs++
-	j.pendOps = append(j.pendOps, o)
+	j.pendOps = append(j.pendOps, ops...)
 	j.pendLen.Store(int64(len(j.pend)))
 	select {
 	case j.kick <- struct{}{}:

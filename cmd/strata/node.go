@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -24,7 +25,10 @@ func newNode() *cobra.Command {
 		Long: `node runs one node of the topology in this process. Once it is serving it
 prints one JSON line with its endpoints on stdout (the format of a node in
 mesh.json); logs go to stderr. SIGINT or SIGTERM stops it gracefully: it
-leaves its Serf pools and drops its registration first.`,
+leaves its Serf pools and drops its registration first.
+
+With STRATA_CPUPROFILE=FILE in the environment, the node writes a Go CPU
+profile of its whole life to FILE when it stops (for go tool pprof).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			m, _, err := loadTopology(file)
@@ -37,6 +41,13 @@ leaves its Serf pools and drops its registration first.`,
 			}
 			cfg.Mesh, cfg.Gossip, cfg.Logger = m, gossip.Profile(gossipProfile), logger
 			cfg.DataDir = dataDirOr(cfg.DataDir, m)
+			if path := os.Getenv("STRATA_CPUPROFILE"); path != "" {
+				stopProfile, err := startCPUProfile(path)
+				if err != nil {
+					return err
+				}
+				defer stopProfile()
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			n, err := region.StartNode(ctx, cfg)
@@ -75,4 +86,21 @@ leaves its Serf pools and drops its registration first.`,
 		_ = cmd.MarkFlagRequired(req)
 	}
 	return cmd
+}
+
+// startCPUProfile starts a CPU profile written to path; the returned
+// function stops it and closes the file.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("STRATA_CPUPROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("STRATA_CPUPROFILE: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
