@@ -11,7 +11,9 @@
 //     LedgerKey(id) = "ledgers/<id as %020d>" holds the core.Metadata as
 //     JSON (snake_case) plus "custom" (opaque properties given to
 //     Create); the record's Version is the key's mod revision and every
-//     change is a CAS on it. Ids come from LedgerIDKey
+//     change is a CAS on it. A recovery that changed the ensemble also
+//     records "fenced_segment" (the writer's last segment, which later
+//     recoveries fence and read; readers use "segments"). Ids come from LedgerIDKey
 //     ("ledger-ids/next"), allocated and used in one transaction, from 1.
 //   - Placement: Config.Placement (DefaultPlacement: random writable
 //     bookies) over the registrations bookies keep in etcd. Ensembles
@@ -55,8 +57,9 @@
 // a slow append callback delays only later callbacks (which queue in
 // memory), never the writer; appended but unconfirmed bytes are bounded by
 // Config.MaxPendingBytes (AppendAsync blocks beyond it). OpenForTakeover
-// owns its core.Recovery on the calling goroutine; its fences, reads and
-// rewrites run on goroutines that end before it returns. Readers start
+// owns its core.Recovery on the calling goroutine; its fences, reads,
+// rewrites, placement requests and metadata CASes (a recovery's
+// ensemble change) run on goroutines that end before it returns. Readers start
 // goroutines only within a call.
 //
 // Every goroutine has an owner: a Writer's stop when Close (or

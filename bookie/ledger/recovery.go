@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -38,11 +39,16 @@ const (
 // harmless: one close CAS wins and both return its result. Errors:
 // ErrNoLedger, ErrUnauthorized (wrong password), ctx's.
 //
-// Recovery does not change the ensemble (the core's rule): a recovered
-// entry counts once Qa bookies of its write set stored its rewrite, so
-// with Qw = Qa one unreachable bookie in the write set of an entry past
-// the bookies' LAC makes recovery retry until that bookie is back
-// (BookKeeper would replace it). Qw > Qa avoids the wait.
+// A recovered entry counts once Qa bookies of its write set stored its
+// rewrite. When more than Qw−Qa of them fail it (with Qw = Qa, one bookie
+// down), recovery changes the ensemble as BookKeeper's does: placement
+// picks a writable bookie outside the ensemble, the core's new segment
+// (from the first entry not yet confirmed) is CASed requiring
+// IN_RECOVERY at the version known, with the fenced segment recorded
+// beside it, and the rewrites go to the new bookie (naming its
+// instance). Where the ledger ends is still decided on the fenced
+// segment's bookies only. No replacement available: retry as above. The
+// CAS finding the ledger CLOSED by another recoverer returns that record.
 func (c *Client) OpenForTakeover(ctx context.Context, id int64, password []byte) (core.Metadata, error) {
 	ctx, end, err := c.begin(ctx)
 	if err != nil {
@@ -110,9 +116,12 @@ func (c *Client) recoverOnce(ctx context.Context, id int64, key []byte) (core.Me
 	if err != nil {
 		return core.Metadata{}, err
 	}
-	run := &recoveryRun{c: c, id: id, key: key, core: r, results: make(chan func(), 64)}
+	run := &recoveryRun{c: c, id: id, key: key, core: r, custom: rec.Custom, results: make(chan func(), 64)}
 	closing, err := run.drive(ctx)
 	if err != nil {
+		if run.other != nil && run.other.State == core.StateClosed {
+			return run.other.Metadata, nil // closed by another recoverer during our ensemble change
+		}
 		return core.Metadata{}, err
 	}
 	rev, cur, err := c.casRecord(ctx, record{Metadata: closing, Custom: rec.Custom})
@@ -136,17 +145,22 @@ type recoveryRun struct {
 	c        *Client
 	id       int64
 	key      []byte
+	custom   map[string]string
 	core     *core.Recovery
 	results  chan func()
 	wg       sync.WaitGroup
 	sessions map[core.BookieID]*addSession
+	placing  bool                     // a placement request is out
+	failed   map[core.BookieID]string // bookies whose rewrites failed, with why: never placed again
+	other    *record                  // the record an ensemble change's CAS found instead
+	fatal    error                    // ends the run (an ensemble change's CAS failed)
 }
 
 // drive runs the recovery to its decision: the CLOSED metadata to write,
 // or an error (wrapping core.ErrRetry when undecided).
 func (r *recoveryRun) drive(ctx context.Context) (core.Metadata, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	r.sessions = map[core.BookieID]*addSession{}
+	r.sessions, r.failed = map[core.BookieID]*addSession{}, map[core.BookieID]string{}
 	defer func() {
 		cancel()
 		for _, s := range r.sessions {
@@ -176,6 +190,10 @@ func (r *recoveryRun) drive(ctx context.Context) (core.Metadata, error) {
 			for _, w := range rd.Rewrites {
 				r.rewrite(ctx, w)
 			}
+			r.maybePlace(ctx)
+			if rd.MetadataUpdate != nil {
+				r.cas(ctx, *rd.MetadataUpdate)
+			}
 			if rd.Close != nil {
 				return *rd.Close, nil
 			}
@@ -186,6 +204,9 @@ func (r *recoveryRun) drive(ctx context.Context) (core.Metadata, error) {
 		select {
 		case apply := <-r.results:
 			apply()
+			if r.fatal != nil {
+				return core.Metadata{}, r.fatal
+			}
 		case <-ctx.Done():
 			return core.Metadata{}, ctx.Err()
 		}
@@ -267,9 +288,83 @@ func (r *recoveryRun) rewrite(ctx context.Context, w core.RewriteRequest) {
 		}
 		if err != nil {
 			r.c.log.Info("recovery: rewrite failed", "ledger", r.id, "entry", w.Entry, "bookie", w.Bookie, "err", err)
-			return func() { r.core.RewriteFailed(w.Bookie, w.Entry) }
+			return func() {
+				if _, ok := r.failed[w.Bookie]; !ok {
+					r.failed[w.Bookie] = err.Error()
+				}
+				r.core.RewriteFailed(w.Bookie, w.Entry)
+			}
 		}
 		return func() { r.core.RewriteAcked(w.Bookie, w.Entry) }
+	})
+}
+
+// maybePlace asks placement for the bookies the core wants replaced (a
+// writable bookie outside the ensembles the core names, and never one
+// that failed a rewrite of this run), one request at a time. No replacement:
+// the core ends this attempt with ErrRetry, and OpenForTakeover retries
+// after its back-off (never closing short).
+func (r *recoveryRun) maybePlace(ctx context.Context) {
+	need := r.core.NeedReplacement()
+	if r.placing || len(need) == 0 {
+		return
+	}
+	var exclude []string
+	for _, b := range r.core.Exclude() {
+		exclude = append(exclude, string(b))
+	}
+	for b := range r.failed {
+		if !slices.Contains(exclude, string(b)) {
+			exclude = append(exclude, string(b))
+		}
+	}
+	r.placing = true
+	r.do(ctx, func(ctx context.Context) func() {
+		regs, err := r.c.choose(ctx, len(need), exclude)
+		return func() {
+			r.placing = false
+			for i, old := range need {
+				if !slices.Contains(r.core.NeedReplacement(), old) {
+					continue
+				}
+				if err != nil {
+					r.c.log.Warn("recovery: no replacement bookie", "ledger", r.id, "failed", old, "err", err)
+					r.core.ReplacementUnavailable(old, err)
+					continue
+				}
+				if rerr := r.core.Replace(old, core.BookieID(regs[i].ID), regs[i].Instance); rerr != nil {
+					r.core.ReplacementUnavailable(old, rerr)
+					continue
+				}
+				r.c.log.Info("recovery: replacing bookie", "ledger", r.id, "failed", old, "replacement", regs[i].ID,
+					"reason", r.failed[old])
+			}
+		}
+	})
+}
+
+// cas records the core's ensemble change (IN_RECOVERY at its version).
+// A conflict ends this attempt: another recoverer moved the ledger on.
+func (r *recoveryRun) cas(ctx context.Context, md core.Metadata) {
+	r.do(ctx, func(ctx context.Context) func() {
+		rev, cur, err := r.c.casRecord(ctx, record{Metadata: md, Custom: r.custom})
+		return func() {
+			switch {
+			case err != nil:
+				// Outcome unknown (ctx ended) or the ledger deleted: end
+				// the attempt; the next one reads the record again.
+				r.fatal = fmt.Errorf("ledger %d: recovery: record an ensemble change: %w", r.id, err)
+			case cur != nil:
+				r.other = cur
+				_ = r.core.MetadataConflict(cur.Metadata)
+				r.c.log.Info("recovery: ensemble change refused", "ledger", r.id, "state", cur.State, "version", cur.Version)
+			default:
+				_ = r.core.MetadataCommitted(rev)
+				last := md.Segments[len(md.Segments)-1]
+				r.c.log.Info("recovery changed the ensemble", "ledger", r.id, "first_entry", last.FirstEntry,
+					"ensemble", last.Ensemble, "version", rev)
+			}
+		}
 	})
 }
 

@@ -184,3 +184,56 @@ func TestRecoveryNeverClosesShort(t *testing.T) {
 		t.Fatalf("after an undecided recovery: %+v, %v; want IN_RECOVERY", got, err)
 	}
 }
+
+// TestRecoverReplacesBookie: E=3 Qw=2 Qa=2 over four bookies; the writer
+// appends and is abandoned; a bookie of the last segment stops. Every
+// recovered entry in its write sets needs a rewrite it cannot take, and
+// with Qw = Qa the rewrite cannot reach Qa without it: recovery replaces
+// it with the fourth bookie (a new segment, recorded with the fenced
+// one) instead of waiting for it, closes at or after every acknowledged
+// entry, and every entry reads back.
+func TestRecoverReplacesBookie(t *testing.T) {
+	e := newEnv(t, 4)
+	ctx := testCtx(t)
+	o := CreateOptions{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2}
+	// The last entries' adds reach the bookies without their LAC moving
+	// past them: the bookies' LAC lags the writer's by one entry, so the
+	// last acknowledged entry is past every LAC and must be rewritten.
+	const n = 30
+	md := abandon(t, e, o, n)
+	seg := md.Segments[len(md.Segments)-1]
+	// Stop a bookie of entry n-1's write set: its rewrite needs it.
+	victim := seg.Ensemble[core.WriteSet(n-1, 3, 2)[1]]
+	e.stop(string(victim))
+	c := e.client()
+	start := time.Now()
+	got, err := c.OpenForTakeover(ctx, md.LedgerID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != core.StateClosed || got.LastEntryID != n-1 || got.Length != lengthThrough(n-1) {
+		t.Fatalf("recovered %+v; want CLOSED at %d, length %d", got, n-1, lengthThrough(n-1))
+	}
+	if len(got.Segments) != len(md.Segments)+1 || got.FencedSegment == nil || !slices.Equal(got.FencedSegment.Ensemble, seg.Ensemble) {
+		t.Fatalf("segments %+v, fenced %+v; want a new segment after %+v", got.Segments, got.FencedSegment, md.Segments)
+	}
+	last := got.Segments[len(got.Segments)-1]
+	if slices.Contains(last.Ensemble, victim) || last.FirstEntry > n-1 || last.FirstEntry <= seg.FirstEntry {
+		t.Fatalf("new segment %+v (stopped %s, old %+v)", last, victim, seg)
+	}
+	for i, b := range last.Ensemble {
+		if b != seg.Ensemble[i] && (seg.Ensemble[i] != victim || last.Instances[i] != e.bookie(string(b)).b.Instance()) {
+			t.Fatalf("ensemble %v → %v (instances %v): more than %s replaced", seg.Ensemble, last.Ensemble, last.Instances, victim)
+		}
+	}
+	stored, err := c.Get(ctx, md.LedgerID)
+	if err != nil || stored.State != core.StateClosed || len(stored.Segments) != len(got.Segments) {
+		t.Fatalf("stored %+v, %v", stored, err)
+	}
+	r, err := c.OpenReader(ctx, md.LedgerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRead(t, r, 0, n-1)
+	t.Logf("stopped %s; recovered in %v; segments %+v", victim, time.Since(start).Round(time.Millisecond), got.Segments)
+}

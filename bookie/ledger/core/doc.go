@@ -14,8 +14,9 @@
 //     sends to write sets, acks, the LastAddConfirmed, completions in
 //     order, ensemble changes and the end of the writer.
 //   - Recovery (BookKeeper's LedgerRecoveryOp with its fencing
-//     ReadLastConfirmedOp): fencing, the forward reads, the rewrites and
-//     where the ledger ends. BeginRecovery is its first step.
+//     ReadLastConfirmedOp): fencing, the forward reads, the rewrites,
+//     the ensemble changes they need and where the ledger ends.
+//     BeginRecovery is its first step.
 //
 // # What it must not do
 //
@@ -64,8 +65,16 @@
 //   - Read with the fence flag (bookie.v1 Read, fence=true): the entry →
 //     Found(payload, length); NO_ENTRY or NO_LEDGER → Absent; anything
 //     else, including WRONG_INSTANCE, CORRUPT and timeouts → Unknown.
-//   - Rewrite as recovery adds (AddEntry.recovery = true):
-//     RewriteAcked or RewriteFailed.
+//   - Rewrite as recovery adds (AddEntry.recovery = true), naming
+//     RewriteRequest.Instance: RewriteAcked or RewriteFailed.
+//   - For each bookie in Ready.Replace ask placement for a writable
+//     bookie not in Recovery.Exclude (nor one that failed) and call
+//     Replace; none: ReplacementUnavailable
+//     (NeedReplacement lists those still waiting).
+//   - CAS Ready.MetadataUpdate requiring IN_RECOVERY at its Version,
+//     then MetadataCommitted(newVersion) or MetadataConflict(stored);
+//     a conflict ends the Recovery (ErrRetry; also ErrLedgerClosed when
+//     another recoverer closed the ledger: return that record).
 //   - Ready.Close: CAS it (IN_RECOVERY → CLOSED); if the CAS fails
 //     another recoverer closed the ledger: read the metadata again.
 //     Ready.Err (ErrRetry): leave the ledger IN_RECOVERY and start a new
@@ -94,7 +103,8 @@
 //     failure. An update CAS finding IN_RECOVERY or CLOSED ends it too.
 //   - Close: LastEntryID = LAC, Length = bytes of entries 0..LAC.
 //
-// Recovery (only the last segment is considered):
+// Recovery (only the fenced segment decides: the writer's last segment,
+// Metadata.FencedSegment once a recovery changed the ensemble):
 //   - Fencing suffices when every write set of the segment has at least
 //     Qw−Qa+1 fenced bookies: then no Qa bookies of any write set accept
 //     the old writer's adds, so it can complete no further entry. This is
@@ -108,19 +118,46 @@
 //     only for its stored length; reading goes forward from base+1
 //     (ReadAhead entries at a time), deciding entries in order.
 //   - An entry found on any bookie is recovered and rewritten to its whole
-//     write set; it counts once Qa bookies stored the rewrite (the same
-//     durability as an acknowledged add; more than Qw−Qa failed rewrites
-//     → ErrRetry). The first entry that, with every bookie of its write
-//     set answered, is found nowhere and absent from at least Qw−Qa+1 of
-//     them was never acknowledged: the ledger ends before it. Waiting for
-//     every answer makes the result depend on the answers, not on their
-//     order. Otherwise (too many Unknown) → ErrRetry, never a short
-//     close. A wiped bookie answers wrong-instance and a damaged copy
-//     corrupt: Unknown, never Absent, so lost copies cannot pass for
-//     proof that an entry was not acknowledged.
+//     write set where readers look for it (the fenced segment, or a
+//     segment recovery put after it); it counts once Qa bookies of that
+//     write set stored the rewrite (the same durability as an
+//     acknowledged add). The first entry that, with every bookie of its
+//     fenced write set answered, is found nowhere and absent from at
+//     least Qw−Qa+1 of them was never acknowledged: the ledger ends
+//     before it. Waiting for every answer makes the result depend on
+//     the answers, not on their order. Otherwise (too many Unknown) →
+//     ErrRetry, never a short close. A wiped bookie answers
+//     wrong-instance and a damaged copy corrupt: Unknown, never Absent,
+//     so lost copies cannot pass for proof that an entry was not
+//     acknowledged.
 //   - The closed ledger's Length is the stored length of its last entry
 //     (of entry base when nothing past it is found; 0 when empty).
-//   - Recovery does not change the ensemble: when more than Qw−Qa bookies
-//     of a recovered entry's write set cannot take its rewrite, it
-//     returns ErrRetry until they can (BookKeeper would replace them).
+//   - Ensemble change of recovery (BookKeeper's recovery adds go through
+//     the add path, which changes the ensemble while IN_RECOVERY): when
+//     more than Qw−Qa bookies of a recovered entry's write set fail its
+//     rewrite, they are replaced (Ready.Replace). Further failures fold
+//     in until the update is handed out. The new segment starts at
+//     confirmed+1, the first entry not yet rewritten at quorum (entries
+//     below never move; it replaces the last segment if that starts
+//     there), and the update records the fenced segment. Until its CAS
+//     (IN_RECOVERY at Version) answers, confirmed does not enter the new
+//     segment and newly found entries' rewrites wait. On commit every
+//     entry being rewritten takes its write set in the new metadata:
+//     acks and failures of bookies still in it count, the new bookies
+//     get the rewrite; failures that arrived meanwhile start the next
+//     change. A resumed recovery may confirm less than the one before
+//     it, so confirmed+1 may lie before the last segment: the failed
+//     bookies are then replaced in every segment from there on
+//     (segments before the fenced one's first entry never change). A
+//     replacement is never in those segments nor a bookie this recovery
+//     replaced (Exclude). The new bookies are never read for the
+//     decision: their emptiness never counts as absent.
+//   - Rewrites carry confirmed as LAC, but not into entries moved out of
+//     the fenced segment's write sets (unless base covers them): a later
+//     recovery, should this one never close, decides on the fenced
+//     segment, where those may have fewer copies, so no tailing reader
+//     may see them before the close.
+//   - No replacement (ReplacementUnavailable) or a refused CAS →
+//     ErrRetry: the driver retries from fresh metadata, never closing
+//     short.
 package core

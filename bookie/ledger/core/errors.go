@@ -42,7 +42,8 @@ var (
 	// ErrInvalidArgument: a negative payload length and the like.
 	ErrInvalidArgument = errors.New("ledger: invalid argument")
 	// ErrRetry: recovery could not decide (too few fences, bookies
-	// unreachable or answering for another instance, rewrites failing).
+	// unreachable or answering for another instance, no replacement for
+	// a bookie failing rewrites, its ensemble change's CAS refused).
 	// The ledger stays IN_RECOVERY; the driver starts a new Recovery later.
 	// Recovery never closes a ledger short instead.
 	ErrRetry = errors.New("ledger: recovery undecidable, retry later")

@@ -121,6 +121,13 @@ type Metadata struct {
 	MasterKey []byte `json:"master_key"`
 	// Segments, by increasing FirstEntry; the first starts at entry 0.
 	Segments []Segment `json:"segments"`
+	// FencedSegment is set by recovery when it changes the ensemble (a
+	// rewrite could not reach Qa bookies): the writer's last segment as
+	// it was when the ledger went IN_RECOVERY. Recovery fences and reads
+	// it to decide where the ledger ends, whatever segments it appended
+	// (or put in its place) for its rewrites; readers use Segments only.
+	// Nil until then; never set on an OPEN ledger.
+	FencedSegment *Segment `json:"fenced_segment,omitempty"`
 	// Version is the etcd mod revision of the record as last read or
 	// written by its holder: every CAS compares it. Not part of the value.
 	Version int64 `json:"-"`
@@ -134,6 +141,10 @@ func (m Metadata) Clone() Metadata {
 		segs[i] = s.clone()
 	}
 	m.Segments = segs
+	if m.FencedSegment != nil {
+		f := m.FencedSegment.clone()
+		m.FencedSegment = &f
+	}
 	return m
 }
 
@@ -142,7 +153,8 @@ func (m *Metadata) sameRecord(o *Metadata) bool {
 	if m.LedgerID != o.LedgerID || m.EnsembleSize != o.EnsembleSize || m.WriteQuorum != o.WriteQuorum ||
 		m.AckQuorum != o.AckQuorum || m.State != o.State || m.LastEntryID != o.LastEntryID ||
 		m.Length != o.Length || m.DigestType != o.DigestType || string(m.MasterKey) != string(o.MasterKey) ||
-		len(m.Segments) != len(o.Segments) {
+		len(m.Segments) != len(o.Segments) || (m.FencedSegment == nil) != (o.FencedSegment == nil) ||
+		(m.FencedSegment != nil && !m.FencedSegment.equal(*o.FencedSegment)) {
 		return false
 	}
 	for i := range m.Segments {
@@ -184,6 +196,21 @@ func (m *Metadata) Validate() error {
 	if len(m.Segments) == 0 {
 		bad("no segments")
 	}
+	checkSegment := func(name string, s Segment) {
+		if len(s.Ensemble) != m.EnsembleSize {
+			bad("%s has %d bookies, want %d", name, len(s.Ensemble), m.EnsembleSize)
+		}
+		if len(s.Instances) != 0 && len(s.Instances) != len(s.Ensemble) {
+			bad("%s has %d instances for %d bookies", name, len(s.Instances), len(s.Ensemble))
+		}
+		for j, b := range s.Ensemble {
+			if b == "" {
+				bad("%s names an empty bookie id", name)
+			} else if slices.Contains(s.Ensemble[:j], b) {
+				bad("%s names bookie %s twice", name, b)
+			}
+		}
+	}
 	for i, s := range m.Segments {
 		switch {
 		case i == 0 && s.FirstEntry != 0:
@@ -191,21 +218,53 @@ func (m *Metadata) Validate() error {
 		case i > 0 && s.FirstEntry <= m.Segments[i-1].FirstEntry:
 			bad("segment %d starts at entry %d, not after %d", i, s.FirstEntry, m.Segments[i-1].FirstEntry)
 		}
-		if len(s.Ensemble) != m.EnsembleSize {
-			bad("segment %d has %d bookies, want %d", i, len(s.Ensemble), m.EnsembleSize)
+		checkSegment(fmt.Sprintf("segment %d", i), s)
+	}
+	if f := m.FencedSegment; f != nil {
+		switch {
+		case m.State == StateOpen:
+			bad("OPEN ledger with a fenced segment (only recovery sets one)")
+		case f.FirstEntry < 0 || (len(m.Segments) > 0 && f.FirstEntry > m.Segments[len(m.Segments)-1].FirstEntry):
+			bad("fenced segment starts at entry %d, outside the segments", f.FirstEntry)
 		}
-		if len(s.Instances) != 0 && len(s.Instances) != len(s.Ensemble) {
-			bad("segment %d has %d instances for %d bookies", i, len(s.Instances), len(s.Ensemble))
-		}
-		for j, b := range s.Ensemble {
-			if b == "" {
-				bad("segment %d names an empty bookie id", i)
-			} else if slices.Contains(s.Ensemble[:j], b) {
-				bad("segment %d names bookie %s twice", i, b)
-			}
-		}
+		checkSegment("fenced segment", *f)
 	}
 	return errors.Join(errs...)
+}
+
+// withReplacements is last with the bookies of chosen (failed bookie →
+// replacement) replaced, as a segment starting at first. Instances are
+// recorded when last or a replacement has one.
+func withReplacements(last Segment, first int64, chosen map[BookieID]member) Segment {
+	seg := Segment{FirstEntry: first, Ensemble: slices.Clone(last.Ensemble)}
+	withInstances := len(last.Instances) > 0
+	for _, m := range chosen {
+		withInstances = withInstances || m.instance != ""
+	}
+	if withInstances {
+		seg.Instances = make([]string, len(seg.Ensemble))
+		for i := range seg.Instances {
+			seg.Instances[i] = last.Instance(i)
+		}
+	}
+	for b, m := range chosen {
+		i := slices.Index(seg.Ensemble, b)
+		seg.Ensemble[i] = m.id
+		if withInstances {
+			seg.Instances[i] = m.instance
+		}
+	}
+	return seg
+}
+
+// setLastSegment appends seg, or replaces the last segment when it
+// starts at the same entry (BookKeeper's first-entry-keyed ensembles).
+func (m *Metadata) setLastSegment(seg Segment) {
+	if last := &m.Segments[len(m.Segments)-1]; last.FirstEntry == seg.FirstEntry {
+		*last = seg
+	} else {
+		m.Segments = append(m.Segments, seg)
+	}
 }
 
 // WriteSet is the ensemble indexes entry is written to: (entry+k) mod

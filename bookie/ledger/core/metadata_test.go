@@ -80,6 +80,12 @@ func TestValidate(t *testing.T) {
 		"size":      {func(m *Metadata) { m.Segments[1].Ensemble = m.Segments[1].Ensemble[:2] }, []string{"segment 1 has 2 bookies, want 3", "2 bookies"}},
 		"duplicate": {func(m *Metadata) { m.Segments[0].Ensemble[2] = "k1" }, []string{"names bookie k1 twice"}},
 		"instances": {func(m *Metadata) { m.Segments[0].Instances = []string{"u1"} }, []string{"1 instances for 3 bookies"}},
+		"fenced segment while open": {func(m *Metadata) { m.FencedSegment = &Segment{Ensemble: []BookieID{"k1", "k2", "k3"}} },
+			[]string{"OPEN ledger with a fenced segment"}},
+		"fenced segment": {func(m *Metadata) {
+			m.State = StateInRecovery
+			m.FencedSegment = &Segment{FirstEntry: 6, Ensemble: []BookieID{"k1", "k1"}}
+		}, []string{"fenced segment starts at entry 6", "fenced segment has 2 bookies", "fenced segment names bookie k1 twice"}},
 		"several": {func(m *Metadata) { m.LedgerID, m.Length = -1, -2 },
 			[]string{"ledger id -1 is negative", "length -2 is negative"}},
 	} {
@@ -111,8 +117,8 @@ func TestMetadataJSON(t *testing.T) {
 			t.Errorf("%s lacks %s", b, want)
 		}
 	}
-	if strings.Contains(string(b), "ersion") {
-		t.Errorf("the version is stored in the value: %s", b)
+	if strings.Contains(string(b), "ersion") || strings.Contains(string(b), "fenced_segment") {
+		t.Errorf("the version or an unset fenced segment is stored in the value: %s", b)
 	}
 	var back Metadata
 	if err := json.Unmarshal(b, &back); err != nil {
@@ -120,6 +126,18 @@ func TestMetadataJSON(t *testing.T) {
 	}
 	if !back.sameRecord(&md) || back.Version != 0 {
 		t.Errorf("round trip: %+v, want %+v", back, md)
+	}
+	// A recovery's ensemble change records the fenced segment.
+	md.State, md.FencedSegment = StateInRecovery, &Segment{FirstEntry: 5, Ensemble: []BookieID{"k1", "k4", "k3"}}
+	if b, err = json.Marshal(md); err != nil || !strings.Contains(string(b), `"fenced_segment":{"first_entry":5,"ensemble":["k1","k4","k3"]}`) {
+		t.Errorf("%s, %v", b, err)
+	}
+	back = Metadata{}
+	if err := json.Unmarshal(b, &back); err != nil || !back.sameRecord(&md) || back.Validate() != nil {
+		t.Errorf("round trip: %+v, want %+v (%v)", back, md, err)
+	}
+	if c := md.Clone(); c.FencedSegment == md.FencedSegment || !c.sameRecord(&md) {
+		t.Error("Clone shares the fenced segment")
 	}
 	for _, s := range []State{StateOpen, StateInRecovery, StateClosed} {
 		var got State

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,7 +29,7 @@ func (e *scriptEnv) runRecovery(t *testing.T, d *testCase, b BookieID, out func(
 		if before == StateOpen {
 			out("begin recovery: %s", e.casStore(md))
 		}
-		e.fences, e.reads, e.rewrites = nil, nil, nil
+		e.fences, e.reads, e.rewrites, e.recCAS = nil, nil, nil, nil
 		r, err := NewRecovery(e.etcd.Clone(), RecoveryConfig{ReadAhead: int(d.intVal(t, "readahead", 1))})
 		if err != nil {
 			t.Fatalf("%s: %v", d.Pos, err)
@@ -81,12 +82,56 @@ func (e *scriptEnv) runRecovery(t *testing.T, d *testCase, b BookieID, out func(
 		}
 		e.store[b][n] = storedEntry{lac: rw.LAC, length: rw.Length}
 		e.rec.RewriteAcked(b, n)
+	case "rec-replace":
+		if err := e.rec.Replace(b, BookieID(d.arg(1)), ""); err != nil {
+			out("replace: %v", err)
+		}
+	case "no-replacement":
+		e.rec.ReplacementUnavailable(b, errors.New("no writable bookie outside the ensemble"))
+	case "rec-cas", "rec-cas-conflict":
+		e.casRecovery(t, d, out)
 	case "stabilize":
 		e.stabilize(out)
 	default:
 		return false
 	}
 	return true
+}
+
+// casRecovery CASes the recovery's metadata update in flight against the
+// toy etcd (rec-cas), or has it fail (rec-cas-conflict [state=S]: another
+// process changed the record; CLOSED closes it at the writer's LAC).
+func (e *scriptEnv) casRecovery(t *testing.T, d *testCase, out func(string, ...any)) {
+	if e.recCAS == nil {
+		out("no recovery metadata update in flight")
+		return
+	}
+	p := *e.recCAS
+	e.recCAS = nil
+	if d.Cmd == "rec-cas-conflict" {
+		if s, has := d.val("state"); has {
+			if err := e.etcd.State.UnmarshalText([]byte(s)); err != nil {
+				t.Fatalf("%s: %v", d.Pos, err)
+			}
+			if e.etcd.State == StateClosed {
+				e.etcd.LastEntryID = e.w.LAC()
+			}
+		}
+		e.etcd.Version++
+	}
+	if e.etcd.Version != p.Version {
+		out("recovery cas conflict: etcd v%d %s", e.etcd.Version, e.etcd.State)
+		if err := e.rec.MetadataConflict(e.etcd.Clone()); err != nil {
+			out("conflict: %v", err)
+		}
+		return
+	}
+	e.etcd = p.Clone()
+	e.etcd.Version++
+	out("recovery cas ok: etcd v%d %s %s", e.etcd.Version, e.etcd.State, fmtMetadataSegments(e.etcd))
+	if err := e.rec.MetadataCommitted(e.etcd.Version); err != nil {
+		out("committed: %v", err)
+	}
 }
 
 // stabilize answers every recovery request from the toy bookies, and
@@ -209,9 +254,24 @@ func (e *scriptEnv) printRecoveryReady(rd RecoveryReady, out func(string, ...any
 		}
 		out("rewrite %d to %s lac=%d len=%d payload=%s", w.Entry, fmtIDs(ids), w.LAC, w.Length, w.Payload)
 	}
+	if len(rd.Replace) > 0 {
+		out("recovery replace %s", fmtIDs(rd.Replace))
+	}
+	if m := rd.MetadataUpdate; m != nil {
+		out("recovery metadata update (cas at v%d, %s): %s", m.Version, m.State, fmtMetadataSegments(*m))
+	}
 	if rd.Err != nil {
 		out("recovery ended: %v", rd.Err)
 	}
+}
+
+// fmtMetadataSegments is md's segments, and its fenced segment if set.
+func fmtMetadataSegments(md Metadata) string {
+	s := fmtSegments(md.Segments)
+	if f := md.FencedSegment; f != nil {
+		s += " fenced=" + fmtSegments([]Segment{*f})
+	}
+	return s
 }
 
 func (e *scriptEnv) recoveryStatus() string {
@@ -232,6 +292,16 @@ func (e *scriptEnv) recoveryStatus() string {
 		s += fmt.Sprintf(" next=%d confirmed=%d", r.first, r.confirmed)
 		if r.stop != NoEntry {
 			s += fmt.Sprintf(" stop=%d", r.stop)
+		}
+		if c := r.change; c != nil {
+			s += fmt.Sprintf(" changing(failed=%s", fmtIDs(c.failed))
+			if need := r.NeedReplacement(); len(need) > 0 {
+				s += " need=" + fmtIDs(need)
+			}
+			if c.sent {
+				s += fmt.Sprintf(" first=%d cas-in-flight", c.first)
+			}
+			s += ")"
 		}
 	case phaseDone:
 		s += fmt.Sprintf(" last=%d length=%d", r.result.LastEntryID, r.result.Length)

@@ -39,6 +39,10 @@ import (
 //	read k1 5 [found|absent|unknown] [len=] k1 answers the read of 5 (default: from what it stores)
 //	rewrite-ok k1 5 | rewrite-fail k1 5     k1 answers the rewrite of 5
 //	stabilize                               answer every recovery request from the toy bookies until none is left
+//	rec-replace k3 k4                       the driver's placement picked k4 for the recovery's failed k3
+//	no-replacement k3                       placement found no bookie for k3 (ReplacementUnavailable)
+//	rec-cas | rec-cas-conflict [state=S]    the recovery's metadata update: CAS against the toy etcd, or
+//	                                        another process changed the record first (setting the state)
 //
 // World: down k3 / up k3 (unreachable: unknown answers, failed fences
 // and rewrites), wipe k3 (answers as another instance: unknown). state
@@ -72,6 +76,7 @@ type scriptEnv struct {
 	fences   []FenceRequest
 	reads    []ReadRequest
 	rewrites []RewriteRequest
+	recCAS   *Metadata // the recovery's update in flight
 }
 
 func (e *scriptEnv) run(t *testing.T, d *testCase) string {
@@ -186,7 +191,7 @@ func (e *scriptEnv) newLedger(t *testing.T, d *testCase) {
 	}
 	e.fenced, e.down, e.wiped = map[BookieID]bool{}, map[BookieID]bool{}, map[BookieID]bool{}
 	e.inflight, e.answered, e.cas = nil, nil, nil
-	e.rec, e.fences, e.reads, e.rewrites = nil, nil, nil, nil
+	e.rec, e.fences, e.reads, e.rewrites, e.recCAS = nil, nil, nil, nil, nil
 	w, err := NewWriter(e.etcd)
 	if err != nil {
 		t.Fatalf("%s: %v", d.Pos, err)
@@ -300,6 +305,10 @@ func (e *scriptEnv) process(out func(string, ...any)) {
 			e.fences = append(e.fences, rd.Fences...)
 			e.reads = append(e.reads, rd.Reads...)
 			e.rewrites = append(e.rewrites, rd.Rewrites...)
+			if rd.MetadataUpdate != nil {
+				p := rd.MetadataUpdate.Clone()
+				e.recCAS = &p
+			}
 			if rd.Close != nil {
 				out("recovery close: %s", e.casStore(*rd.Close))
 			}
@@ -356,7 +365,7 @@ func (e *scriptEnv) writerStatus() string {
 }
 
 func (e *scriptEnv) printState(out func(string, ...any)) {
-	out("etcd v%d %s last=%d length=%d %s", e.etcd.Version, e.etcd.State, e.etcd.LastEntryID, e.etcd.Length, fmtSegments(e.etcd.Segments))
+	out("etcd v%d %s last=%d length=%d %s", e.etcd.Version, e.etcd.State, e.etcd.LastEntryID, e.etcd.Length, fmtMetadataSegments(e.etcd))
 	if e.w != nil {
 		out("%s", e.writerStatus())
 		for i, p := range e.w.pending {

@@ -119,31 +119,11 @@ func (w *Writer) maybePropose() {
 		return
 	}
 	md := w.md.Clone()
-	last := md.Segments[len(md.Segments)-1]
-	seg := Segment{FirstEntry: c.first, Ensemble: slices.Clone(last.Ensemble)}
-	withInstances := len(last.Instances) > 0
-	for _, m := range c.chosen {
-		withInstances = withInstances || m.instance != ""
-	}
-	if withInstances {
-		seg.Instances = make([]string, len(seg.Ensemble))
-		for i := range seg.Instances {
-			seg.Instances[i] = last.Instance(i)
-		}
-	}
+	chosen := map[BookieID]member{}
 	for _, b := range c.failed {
-		i := slices.Index(seg.Ensemble, b)
-		m := c.chosen[b]
-		seg.Ensemble[i] = m.id
-		if withInstances {
-			seg.Instances[i] = m.instance
-		}
+		chosen[b] = c.chosen[b]
 	}
-	if last.FirstEntry == c.first {
-		md.Segments[len(md.Segments)-1] = seg
-	} else {
-		md.Segments = append(md.Segments, seg)
-	}
+	md.setLastSegment(withReplacements(md.Segments[len(md.Segments)-1], c.first, chosen))
 	w.seq++
 	c.prop, c.seq = &md, w.seq
 }
