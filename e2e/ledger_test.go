@@ -206,6 +206,7 @@ func TestLedgerEnsembleChangeOnBookieKill(t *testing.T) {
 // saw acknowledged — also for a ledger with one entry (bookies report LAC
 // -1) and with a bookie of the write sets down during recovery.
 func TestLedgerRecoveryAfterWriterDies(t *testing.T) {
+	outer := t
 	c := startLedgerCluster(t)
 	lc := newLedgerClient(t, c.store)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -213,14 +214,17 @@ func TestLedgerRecoveryAfterWriterDies(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		entries    int
+		qw         int // write quorum (ack quorum 2, ensemble 3)
 		bookieDown bool
 	}{
-		{"one-entry-lac-minus-one", 1, false},
-		{"many-entries", scale(3000), false},
-		{"many-entries-one-bookie-down", scale(3000), true},
+		{"one-entry-lac-minus-one", 1, 3, false},
+		{"many-entries", scale(3000), 3, false},
+		{"many-entries-one-bookie-down", scale(3000), 3, true},
+		// Qw = Qa: recovery must replace the dead bookie to rewrite.
+		{"many-entries-one-bookie-down-qw-eq-qa", scale(3000), 2, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			id, acked := runWriterProcess(t, c, tc.entries)
+			id, acked := runWriterProcess(t, c, tc.entries, tc.qw)
 			if tc.bookieDown {
 				md, err := lc.Get(ctx, id)
 				if err != nil {
@@ -228,9 +232,11 @@ func TestLedgerRecoveryAfterWriterDies(t *testing.T) {
 				}
 				victim := string(md.Segments[len(md.Segments)-1].Ensemble[0])
 				c.bookies[victim].kill()
-				t.Cleanup(func() {
-					c.bookies[victim] = startNodeProcess(t, filepath.Join(c.dir, victim+".log"), c.args[victim]...)
-				})
+				// Back for the next case (started under the outer test, so
+				// it lives until the cluster goes).
+				defer func() {
+					c.bookies[victim] = startNodeProcess(outer, filepath.Join(c.dir, victim+".log"), c.args[victim]...)
+				}()
 				t.Logf("bookie %s down during recovery", victim)
 			}
 			start := time.Now()
@@ -264,10 +270,10 @@ func TestLedgerRecoveryAfterWriterDies(t *testing.T) {
 // runWriterProcess starts this binary as a ledger writer, reads the ids it
 // reports acknowledged until it has written n entries, SIGKILLs it and
 // returns the ledger id and the highest acknowledged entry.
-func runWriterProcess(t *testing.T, c *ledgerCluster, n int) (int64, int64) {
+func runWriterProcess(t *testing.T, c *ledgerCluster, n, qw int) (int64, int64) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "STRATA_E2E_LEDGER_WRITER="+c.topo+","+c.meta.report.Etcd+","+strconv.Itoa(n))
+	cmd.Env = append(os.Environ(), "STRATA_E2E_LEDGER_WRITER="+c.topo+","+c.meta.report.Etcd+","+strconv.Itoa(n)+","+strconv.Itoa(qw))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
@@ -309,10 +315,11 @@ func runWriterProcess(t *testing.T, c *ledgerCluster, n int) (int64, int64) {
 func ledgerWriterMain(spec string) {
 	parts := strings.Split(spec, ",")
 	fail := func(err error) { fmt.Fprintln(os.Stderr, "writer:", err); os.Exit(2) }
-	if len(parts) != 3 {
+	if len(parts) != 4 {
 		fail(errors.New("bad STRATA_E2E_LEDGER_WRITER"))
 	}
 	n, _ := strconv.Atoi(parts[2])
+	qw, _ := strconv.Atoi(parts[3])
 	m, _, err := topology.LoadFile(parts[0])
 	if err != nil {
 		fail(err)
@@ -327,7 +334,7 @@ func ledgerWriterMain(spec string) {
 	if err != nil {
 		fail(err)
 	}
-	w, err := lc.Create(ctx, ledger.CreateOptions{Ensemble: 3, WriteQuorum: 3, AckQuorum: 2, Password: []byte("pw")})
+	w, err := lc.Create(ctx, ledger.CreateOptions{Ensemble: 3, WriteQuorum: qw, AckQuorum: 2, Password: []byte("pw")})
 	if err != nil {
 		fail(err)
 	}
