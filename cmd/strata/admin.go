@@ -26,7 +26,7 @@ type adminFlags struct {
 func (f *adminFlags) register(cmd *cobra.Command) {
 	p := cmd.PersistentFlags()
 	p.StringVar(&f.url, "url", "", "admin URL of a node to ask (default: nodes from <data-dir>/mesh.json)")
-	p.StringVar(&f.dataDir, "data-dir", "", "data directory of a running `strata up` (default ./strata-data)")
+	p.StringVar(&f.dataDir, "data-dir", "", "data directory of a running 'strata up' (default ./strata-data)")
 	p.StringVar(&f.region, "region", "", "only this region (default: every region)")
 	p.BoolVar(&f.json, "json", false, "print the API's JSON unchanged")
 	p.DurationVar(&f.timeout, "timeout", 5*time.Second, "how long to wait for an answer")
@@ -49,6 +49,8 @@ func newAdmin() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "admin",
 		Short: "Inspect and manage a running mesh through its admin API",
+		Args:  cobra.NoArgs, // an unknown subcommand is an error, not help with exit 0
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	flags.register(cmd)
 	bookies := &cobra.Command{Use: "bookies", Aliases: []string{"bookie"}, Short: "Bookies of each region"}
