@@ -27,7 +27,12 @@ fuzz:
 	$(GO) test ./bookie -run '^$$' -fuzz '^FuzzServerRequest$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/natsproto -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker -run '^$$' -fuzz '^FuzzServerSession$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./broker/jsapi -run '^$$' -fuzz '^FuzzParseAPISubject$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./broker/jsapi -run '^$$' -fuzz '^FuzzParseAckSubject$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./broker/jsapi -run '^$$' -fuzz '^FuzzParseAck$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/sublist -run '^$$' -fuzz '^FuzzSubjects$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./bookie -run '^$$' -fuzz '^FuzzAddRequestDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./bookie/ledger -run '^$$' -fuzz '^FuzzOpenFrame$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bookie/storage -run '^$$' -fuzz '^FuzzScanJournal$$' -fuzztime $(FUZZTIME)
 
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
