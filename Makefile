@@ -33,6 +33,7 @@ fuzz:
 	$(GO) test ./broker/sublist -run '^$$' -fuzz '^FuzzSubjects$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bookie -run '^$$' -fuzz '^FuzzAddRequestDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bookie/ledger -run '^$$' -fuzz '^FuzzOpenFrame$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/ackset -run '^$$' -fuzz '^FuzzUnmarshalBinary$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bookie/storage -run '^$$' -fuzz '^FuzzScanJournal$$' -fuzztime $(FUZZTIME)
 
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
