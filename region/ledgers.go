@@ -3,6 +3,7 @@ package region
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -23,6 +24,9 @@ const (
 // see).
 type LedgerView struct {
 	core.Metadata
+	// Region is the region the ledger belongs to (ledger ids are per
+	// region); absent from list rows, which the list names once.
+	Region string `json:"region,omitempty"`
 	// LAC is the last entry readers may read: LastEntryID for a closed
 	// ledger, the highest LAC the bookies report for an open one (-1:
 	// none yet). Absent from lists.
@@ -41,6 +45,7 @@ type EntryView struct {
 
 // EntriesView is the answer of GET /admin/v1/ledgers/{id}/entries.
 type EntriesView struct {
+	Region  string      `json:"region"`
 	Ledger  int64       `json:"ledger"`
 	LAC     int64       `json:"lac"`
 	From    int64       `json:"from"`
@@ -101,7 +106,7 @@ func (n *Node) ledgerRoutes(s *adminhttp.Server) {
 			return
 		}
 		lac := rd.LAC()
-		adminhttp.WriteJSON(w, http.StatusOK, LedgerView{Metadata: rd.Metadata(), LAC: &lac})
+		adminhttp.WriteJSON(w, http.StatusOK, LedgerView{Metadata: rd.Metadata(), Region: n.cfg.Region, LAC: &lac})
 	}))
 	s.Handle("GET /admin/v1/ledgers/{id}/entries", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		lc, ok := n.ledgerClientOr503(w)
@@ -116,7 +121,11 @@ func (n *Node) ledgerRoutes(s *adminhttp.Server) {
 		if !okFrom {
 			return
 		}
-		to, okTo := queryInt(w, r, "to", from+maxEntriesPerRead-1)
+		defTo := int64(math.MaxInt64)
+		if from <= math.MaxInt64-maxEntriesPerRead {
+			defTo = from + maxEntriesPerRead - 1
+		}
+		to, okTo := queryInt(w, r, "to", defTo)
 		if !okTo {
 			return
 		}
@@ -131,8 +140,8 @@ func (n *Node) ledgerRoutes(s *adminhttp.Server) {
 			n.ledgerError(w, id, err)
 			return
 		}
-		view := EntriesView{Ledger: id, LAC: rd.LAC(), From: from, To: from - 1, Entries: []EntryView{}}
-		last := min(to, rd.LAC(), from+maxEntriesPerRead-1)
+		view := EntriesView{Region: n.cfg.Region, Ledger: id, LAC: rd.LAC(), From: from, To: from - 1, Entries: []EntryView{}}
+		last := min(to, rd.LAC(), defTo)
 		if last >= from {
 			entries, err := rd.Read(ctx, from, last)
 			if err != nil {
@@ -178,8 +187,9 @@ func (n *Node) ledgerError(w http.ResponseWriter, id int64, err error) {
 }
 
 func ledgerID(w http.ResponseWriter, r *http.Request) (int64, bool) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id < 0 {
+	raw := r.PathValue("id")
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id < 0 || strconv.FormatInt(id, 10) != raw { // digits only, no sign or leading zeros
 		adminhttp.WriteError(w, http.StatusBadRequest, "bad_ledger_id", "ledger id "+strconv.Quote(r.PathValue("id"))+" is not a non-negative integer", "id")
 		return 0, false
 	}

@@ -255,10 +255,17 @@ func (r *Reader) readFrom(ctx context.Context, md core.Metadata, seg core.Segmen
 	return out, nil
 }
 
-// pollLAC asks every bookie of md's last segment for its LAC (a long
-// poll for one greater than after when wait > 0) and returns the highest
-// answer as soon as one exceeds after, or when all have answered.
-// Failures count as NoEntry.
+// lacGrace is how long a one-shot LAC read (wait 0) waits, after the first
+// bookie answered, for the rest of the last segment, so that it reports the
+// highest LAC they hold rather than the first to answer.
+const lacGrace = 200 * time.Millisecond
+
+// pollLAC asks every bookie of md's last segment for its LAC. A long poll
+// (wait > 0, for one greater than after) returns the highest answer as
+// soon as one exceeds after; a one-shot read (wait 0) returns the highest
+// of the answers that came within lacGrace of the first. Either returns
+// when all have answered. Failures count as NoEntry.
+
 func (r *Reader) pollLAC(ctx context.Context, md core.Metadata, after int64, wait time.Duration) int64 {
 	seg := md.Segments[len(md.Segments)-1]
 	ctx, cancel := context.WithTimeout(ctx, wait+r.c.cfg.OpTimeout)
@@ -279,10 +286,20 @@ func (r *Reader) pollLAC(ctx context.Context, md core.Metadata, after int64, wai
 		})
 	}
 	best := core.NoEntry
-	for range seg.Ensemble {
-		best = max(best, <-answers)
-		if best > after {
-			break
+	var grace <-chan time.Time // a one-shot read waits this long for the others after the first answer
+collect:
+	for got := 0; got < len(seg.Ensemble); got++ {
+		select {
+		case lac := <-answers:
+			best = max(best, lac)
+		case <-grace:
+			break collect
+		}
+		if wait > 0 && best > after {
+			break // a long poll returns on the first news
+		}
+		if wait == 0 && grace == nil {
+			grace = time.After(lacGrace)
 		}
 	}
 	cancel()

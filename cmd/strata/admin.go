@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/stratamesh/strata/internal/adminclient"
 	"github.com/stratamesh/strata/internal/meshfile"
 	"github.com/stratamesh/strata/internal/status"
+	"github.com/stratamesh/strata/internal/supervisor"
 	"github.com/stratamesh/strata/region"
 )
 
@@ -35,11 +37,19 @@ func (f *adminFlags) register(cmd *cobra.Command) {
 // targets lists, per region, the admin URLs to try.
 func (f *adminFlags) targets() (map[string][]string, []string, error) {
 	if f.url != "" {
-		return map[string][]string{f.region: {f.url}}, []string{f.region}, nil
+		u := strings.TrimRight(f.url, "/")
+		if !strings.Contains(u, "://") {
+			u = "http://" + u
+		}
+		return map[string][]string{f.region: {u}}, []string{f.region}, nil
 	}
-	mf, err := meshfile.Read(dataDirOr(f.dataDir, nil))
+	dir := dataDirOr(f.dataDir, nil)
+	mf, err := meshfile.Read(dir)
 	if err != nil {
 		return nil, nil, err
+	}
+	if !supervisor.Running(dir) {
+		return nil, nil, fmt.Errorf("%s is stale: no strata up is running with data dir %s (give --url to ask a node directly)", meshfile.Path(dir), dir)
 	}
 	return adminclient.Targets(mf, f.region)
 }

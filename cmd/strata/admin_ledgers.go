@@ -82,11 +82,14 @@ func newAdminLedgers(flags *adminFlags) *cobra.Command {
 			if err := getFirst(cmd.Context(), flags, &http.Client{Timeout: flags.timeout}, urls, "/admin/v1/ledgers/"+strconv.FormatInt(id, 10), &l); err != nil {
 				return err
 			}
+			if err := sameRegion(flags, l.Region); err != nil {
+				return err
+			}
 			if flags.json {
 				return printJSON(cmd, l)
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "ledger %d  state %s  ensemble %d  write quorum %d  ack quorum %d\n", l.LedgerID, l.State, l.EnsembleSize, l.WriteQuorum, l.AckQuorum)
+			fmt.Fprintf(out, "region %s  ledger %d  state %s  ensemble %d  write quorum %d  ack quorum %d\n", l.Region, l.LedgerID, l.State, l.EnsembleSize, l.WriteQuorum, l.AckQuorum)
 			lac := "-"
 			if l.LAC != nil {
 				lac = strconv.FormatInt(*l.LAC, 10)
@@ -108,19 +111,25 @@ func newAdminLedgers(flags *adminFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if from < 0 || (to >= 0 && to < from) {
-				return fmt.Errorf("--from %d --to %d: need 0 <= from <= to", from, to)
+			if from < 0 {
+				return fmt.Errorf("--from %d: entry ids start at 0", from)
+			}
+			if cmd.Flags().Changed("to") && to < from {
+				return fmt.Errorf("--from %d --to %d: need from <= to", from, to)
 			}
 			urls, err := oneRegion(flags)
 			if err != nil {
 				return err
 			}
 			path := fmt.Sprintf("/admin/v1/ledgers/%d/entries?from=%d", id, from)
-			if to >= 0 {
+			if cmd.Flags().Changed("to") {
 				path += fmt.Sprintf("&to=%d", to)
 			}
 			var v region.EntriesView
 			if err := getFirst(cmd.Context(), flags, &http.Client{Timeout: flags.timeout}, urls, path, &v); err != nil {
+				return err
+			}
+			if err := sameRegion(flags, v.Region); err != nil {
 				return err
 			}
 			if flags.json {
@@ -130,12 +139,20 @@ func newAdminLedgers(flags *adminFlags) *cobra.Command {
 			for _, e := range v.Entries {
 				fmt.Fprintf(out, "%d\t%d B\t%s\n", e.ID, len(e.Payload), printable(e.Payload))
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "ledger %d: entries %d..%d of LAC %d\n", v.Ledger, v.From, v.To, v.LAC)
+			switch {
+			case v.To < v.From:
+				fmt.Fprintf(cmd.ErrOrStderr(), "region %s ledger %d: no entries from %d (LAC %d)\n", v.Region, v.Ledger, v.From, v.LAC)
+			default:
+				fmt.Fprintf(cmd.ErrOrStderr(), "region %s ledger %d: entries %d..%d of LAC %d\n", v.Region, v.Ledger, v.From, v.To, v.LAC)
+			}
+			if want := to; v.To < v.LAC && (!cmd.Flags().Changed("to") || v.To < want) && v.To >= v.From {
+				fmt.Fprintf(cmd.ErrOrStderr(), "stopped at entry %d (at most 1000 entries or 4 MiB per call): continue with --from %d\n", v.To, v.To+1)
+			}
 			return nil
 		},
 	}
 	read.Flags().Int64Var(&from, "from", 0, "first entry id")
-	read.Flags().Int64Var(&to, "to", -1, "last entry id (default: from+999, capped at the LAC)")
+	read.Flags().Int64Var(&to, "to", 0, "last entry id (default: from+999; always capped at the LAC)")
 	cmd.AddCommand(read)
 	return cmd
 }
@@ -144,6 +161,15 @@ func getFirst(ctx context.Context, flags *adminFlags, client *http.Client, urls 
 	ctx, cancel := context.WithTimeout(ctx, flags.timeout*time.Duration(max(1, len(urls))))
 	defer cancel()
 	return adminclient.GetFirst(ctx, client, urls, path, v)
+}
+
+// sameRegion refuses an answer from another region than --region asked
+// for (possible with --url, which names a node, not a region).
+func sameRegion(flags *adminFlags, got string) error {
+	if flags.region != "" && got != "" && got != flags.region {
+		return fmt.Errorf("the node asked is in region %s, not %s (ledger ids are per region)", got, flags.region)
+	}
+	return nil
 }
 
 // oneRegion returns the admin URLs of the region a per-ledger command is
