@@ -83,6 +83,25 @@ func newLedgerClient(t *testing.T, st *meta.Store) *ledger.Client {
 	return lc
 }
 
+// dialLedgers opens a ledger client the way a tool outside this module
+// does: ledger.Dial with the meta node's etcd and the region's key prefix.
+func dialLedgers(t *testing.T, c *ledgerCluster) *ledger.Client {
+	t.Helper()
+	m, _, err := topology.LoadFile(c.topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := m.Region("solo")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lc, err := ledger.Dial(ctx, []string{c.meta.report.Etcd}, m.KeyPrefix(r), ledger.Config{AddTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lc.Close() })
+	return lc
+}
+
 func entryPayload(e int64) []byte {
 	return bytes.Repeat([]byte(fmt.Sprintf("ledger-entry-%08d|", e)), 1+int(e%40))
 }
@@ -94,7 +113,7 @@ func entryPayload(e int64) []byte {
 // before the change, and `strata admin ledgers` shows it.
 func TestLedgerEnsembleChangeOnBookieKill(t *testing.T) {
 	c := startLedgerCluster(t)
-	lc := newLedgerClient(t, c.store)
+	lc := dialLedgers(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	w, err := lc.Create(ctx, ledger.CreateOptions{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2, Password: []byte("pw")})

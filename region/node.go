@@ -458,13 +458,7 @@ func SerfName(region, id string) string { return region + "." + id }
 // KeyPrefix is the etcd key prefix of a region's metadata:
 // <metadata prefix>/<mesh>/<region>, so regions sharing one external etcd
 // never collide.
-func KeyPrefix(m *topology.Mesh, r *topology.Region) string {
-	p := r.Metadata.Prefix
-	if p == "" {
-		p = "/strata"
-	}
-	return p + "/" + m.Name + "/" + r.Name
-}
+func KeyPrefix(m *topology.Mesh, r *topology.Region) string { return m.KeyPrefix(r) }
 
 // metadataEndpoints is where a region's metadata lives according to the
 // topology alone: its external etcd, or its meta node at a fixed port.

@@ -15,6 +15,17 @@ func (m *Mesh) Region(name string) (*Region, bool) {
 	return nil, false
 }
 
+// KeyPrefix is the etcd key prefix of region r's metadata:
+// <metadata prefix, default /strata>/<mesh>/<region>, so regions sharing
+// one external etcd never collide.
+func (m *Mesh) KeyPrefix(r *Region) string {
+	p := r.Metadata.Prefix
+	if p == "" {
+		p = "/strata"
+	}
+	return p + "/" + m.Name + "/" + r.Name
+}
+
 // Tenant returns the tenant named name.
 func (m *Mesh) Tenant(name string) (*Tenant, bool) {
 	for i := range m.Tenants {

@@ -23,6 +23,9 @@ import (
 type Client struct {
 	cfg Config
 	log *slog.Logger
+	// ownStore is the Store Dial opened (closed with the Client); nil
+	// when the caller gave one.
+	ownStore *meta.Store
 
 	// ctx is canceled by Close: every call and goroutine of the client
 	// watches it.
@@ -97,9 +100,35 @@ func (c *Client) Close() error {
 				errs = append(errs, err)
 			}
 		}
+		if c.ownStore != nil {
+			errs = append(errs, c.ownStore.Close())
+		}
 		c.closeErr = errors.Join(errs...)
 	})
 	return c.closeErr
+}
+
+// Dial opens the region's metadata (etcd at endpoints, under keyPrefix,
+// e.g. "/strata/<mesh>/<region>": region.KeyPrefix, and "meta_prefix" of
+// the region in mesh.json) and returns a Client over it that closes the
+// metadata connection on Close. It is for tools outside this module,
+// which cannot build the internal Store themselves; cfg.Store must be nil.
+func Dial(ctx context.Context, endpoints []string, keyPrefix string, cfg Config) (*Client, error) {
+	if cfg.Store != nil {
+		return nil, fmt.Errorf("%w: Dial opens the Store itself; leave Config.Store nil", ErrInvalidOptions)
+	}
+	st, err := meta.Open(ctx, meta.Config{Endpoints: endpoints, Prefix: keyPrefix, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("ledger: open metadata at %v: %w", endpoints, err)
+	}
+	cfg.Store = st
+	c, err := NewClient(cfg)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	c.ownStore = st
+	return c, nil
 }
 
 // begin registers a call; the returned context also ends with the

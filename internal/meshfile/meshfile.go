@@ -25,8 +25,11 @@ type Region struct {
 	Tier Tier   `json:"tier"`
 	// NATS lists the NATS URLs of the region's brokers (what clients give
 	// nats.Connect or `nats -s`, comma-joined).
-	NATS  []string `json:"nats,omitempty"`
-	Nodes []Node   `json:"nodes"`
+	NATS []string `json:"nats,omitempty"`
+	// MetaPrefix is the etcd key prefix of the region's metadata (the meta
+	// node's etcd is in its node entry), for tools such as ledger.Dial.
+	MetaPrefix string `json:"meta_prefix,omitempty"`
+	Nodes      []Node `json:"nodes"`
 	// WAN is the WAN pool as seen from this region (status only).
 	WAN []Member `json:"wan,omitempty"`
 }

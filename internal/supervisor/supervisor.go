@@ -239,7 +239,7 @@ func (r *run) writeFile(started time.Time) error {
 	f := &meshfile.File{Mesh: r.cfg.Mesh.Name, StartedAt: started.UTC().Truncate(time.Second)}
 	for i := range r.cfg.Mesh.Regions {
 		reg := &r.cfg.Mesh.Regions[i]
-		entry := meshfile.Region{Name: reg.Name, Tier: tierOf(reg, r.cfg.DataDir)}
+		entry := meshfile.Region{Name: reg.Name, Tier: tierOf(reg, r.cfg.DataDir), MetaPrefix: r.cfg.Mesh.KeyPrefix(reg)}
 		for _, role := range []string{topology.RoleMeta, topology.RoleBroker, topology.RoleBookie} {
 			for _, n := range reg.NodesOf(role) {
 				for _, p := range r.procs {
