@@ -1,7 +1,0 @@
-//go:build race
-
-package sublist
-
-// raceEnabled says whether the race detector is on (it makes allocation
-// counts unreliable).
-const raceEnabled = true
