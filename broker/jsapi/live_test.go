@@ -14,6 +14,7 @@ import (
 
 	"github.com/stratamesh/strata/broker"
 	"github.com/stratamesh/strata/broker/jsapi"
+	"github.com/stratamesh/strata/internal/testutil"
 )
 
 // fakeJS answers the JetStream API over a real Strata core broker using only
@@ -356,16 +357,11 @@ func TestLiveNatsGoJetStream(t *testing.T) {
 	}
 	want := []jsapi.Ack{{Kind: jsapi.AckAck}, {Kind: jsapi.AckNak, Delay: 3 * time.Second},
 		{Kind: jsapi.AckProgress}, {Kind: jsapi.AckTerm, Reason: "poison"}, {Kind: jsapi.AckAck}}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.Eventually(t, "every ack parsed", 10*time.Second, func() bool {
 		f.mu.Lock()
-		n := len(f.acks)
-		f.mu.Unlock()
-		if n >= len(want) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer f.mu.Unlock()
+		return len(f.acks) >= len(want)
+	})
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.acks) != len(want) {

@@ -162,7 +162,7 @@ func TestProperty(t *testing.T) {
 			},
 			"removeStored": func(t *rapid.T) {
 				if len(m.subs) == 0 {
-					t.Skip("nothing stored")
+					return // nothing stored: a no-op step
 				}
 				s := rapid.SampledFrom(m.subs).Draw(t, "sub")
 				if err := l.Remove(s.subject, s.queue, s.v); err != nil {
