@@ -4,76 +4,23 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 
 	"github.com/stratamesh/strata/bookie/bookietest"
 	"github.com/stratamesh/strata/bookie/storage"
 	"github.com/stratamesh/strata/internal/meta"
+	"github.com/stratamesh/strata/internal/meta/metatest"
 )
 
-// testEtcd is the embedded etcd shared by this binary's tests; each test
-// works under its own key prefix.
-var testEtcd *meta.Embedded
+func TestMain(m *testing.M) { metatest.Main(m) }
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(withEtcd{m})
-}
-
-// withEtcd runs the tests between starting and closing testEtcd, so that
-// goleak checks after etcd is down.
-type withEtcd struct{ m *testing.M }
-
-func (w withEtcd) Run() int {
-	dir, err := os.MkdirTemp("", "bookie-test-etcd-*")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cfg := meta.DefaultEmbeddedConfig()
-	cfg.Dir = dir
-	cfg.Fast = true
-	cfg.UnsafeNoFsync = true
-	start := time.Now()
-	testEtcd, err = meta.StartEmbedded(ctx, cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start embedded etcd:", err)
-		return 1
-	}
-	fmt.Fprintf(os.Stderr, "embedded etcd ready at %s in %v\n", testEtcd.ClientURL(), time.Since(start).Round(time.Millisecond))
-	defer testEtcd.Close()
-	return w.m.Run()
-}
-
-var prefixSeq atomic.Int64
-
-// openStore opens a Store on testEtcd under a prefix unique to the test.
-func openStore(t *testing.T) *meta.Store {
-	t.Helper()
-	cfg := meta.DefaultConfig()
-	cfg.Endpoints = []string{testEtcd.ClientURL()}
-	cfg.Prefix = fmt.Sprintf("/test/%s/%d", strings.ReplaceAll(t.Name(), "/", "_"), prefixSeq.Add(1))
-	s, err := meta.Open(testCtx(t), cfg)
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
-	return s
-}
+// openStore opens a Store on the shared test etcd under a prefix unique
+// to the test.
+func openStore(t *testing.T) *meta.Store { return metatest.OpenStore(t) }
 
 // testCtx is canceled when the test ends and bounds every call in it.
 func testCtx(t testing.TB) context.Context {

@@ -4,54 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/stratamesh/strata/bookie"
 	"github.com/stratamesh/strata/bookie/ledger/core"
 	"github.com/stratamesh/strata/bookie/storage"
 	"github.com/stratamesh/strata/internal/meta"
+	"github.com/stratamesh/strata/internal/meta/metatest"
 	"github.com/stratamesh/strata/internal/testutil"
 )
 
-// testEtcd is the embedded etcd shared by this binary's tests; each test
-// works under its own key prefix.
-var testEtcd *meta.Embedded
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(withEtcd{m}) }
-
-// withEtcd runs the tests between starting and closing testEtcd, so that
-// goleak checks after etcd is down.
-type withEtcd struct{ m *testing.M }
-
-func (w withEtcd) Run() int {
-	dir, err := os.MkdirTemp("", "ledger-test-etcd-*")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cfg := meta.DefaultEmbeddedConfig()
-	cfg.Dir, cfg.Fast, cfg.UnsafeNoFsync = dir, true, true
-	testEtcd, err = meta.StartEmbedded(ctx, cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start embedded etcd:", err)
-		return 1
-	}
-	defer testEtcd.Close()
-	return w.m.Run()
-}
-
-var prefixSeq atomic.Int64
+func TestMain(m *testing.M) { metatest.Main(m) }
 
 // testCtx bounds a whole test.
 func testCtx(t testing.TB) context.Context {
@@ -79,13 +46,7 @@ type testBookie struct {
 // newEnv starts n bookies k1..kn.
 func newEnv(t *testing.T, n int) *env {
 	t.Helper()
-	cfg := meta.DefaultConfig()
-	cfg.Endpoints = []string{testEtcd.ClientURL()}
-	cfg.Prefix = fmt.Sprintf("/ledger-test/%s/%d", strings.ReplaceAll(t.Name(), "/", "_"), prefixSeq.Add(1))
-	st, err := meta.Open(testCtx(t), cfg)
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
+	st := metatest.OpenStore(t)
 	e := &env{t: t, store: st, bookies: map[string]*testBookie{}}
 	t.Cleanup(func() {
 		e.mu.Lock()
