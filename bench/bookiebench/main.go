@@ -6,24 +6,19 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
-	"slices"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/stratamesh/strata/bench/benchnode"
 	"github.com/stratamesh/strata/bookie"
 	"github.com/stratamesh/strata/bookie/storage"
 	"github.com/stratamesh/strata/internal/adminclient"
-	"github.com/stratamesh/strata/internal/meshfile"
 	"github.com/stratamesh/strata/region"
 )
 
@@ -94,85 +89,42 @@ func run(strata, dir string, n, size, window int) error {
 		return err
 	}
 	common := []string{"node", "--topology", topo, "--region", "solo", "--data-dir", filepath.Join(dir, "data"), "--gossip", "loopback", "--log-level", "error"}
-	metaNode, err := startNode(strata, append(common, "--id", "meta"), "")
+	metaNode, err := benchnode.Start(strata, append(common, "--id", "meta"), "")
 	if err != nil {
 		return err
 	}
-	defer stop(metaNode.cmd)
-	k1, err := startNode(strata, append(common, "--id", "k1", "--etcd", metaNode.report.Etcd, "--join", metaNode.report.SerfLAN),
+	defer metaNode.Stop()
+	k1, err := benchnode.Start(strata, append(common, "--id", "k1", "--etcd", metaNode.Report.Etcd, "--join", metaNode.Report.SerfLAN),
 		bookieProfile)
 	if err != nil {
 		return err
 	}
-	defer stop(k1.cmd)
+	defer k1.Stop()
 
-	rate, lat, err := addLoad(k1.report.GRPC, n, size, window)
+	rate, lat, err := addLoad(k1.Report.GRPC, n, size, window)
 	if err != nil {
 		return err
 	}
 	var view region.BookieView
-	if err := adminclient.Get(context.Background(), nil, k1.report.Admin, "/admin/v1/bookie", &view); err != nil {
+	if err := adminclient.Get(context.Background(), nil, k1.Report.Admin, "/admin/v1/bookie", &view); err != nil {
 		return err
 	}
 	j := view.Journal
 	batch := max(1, int(float64(j.Adds)/float64(max(1, j.Batches))+0.5))
 	// The same number of write+fsync rounds the journal did, at its mean
 	// batch size (bounded so the raw run stays short).
-	raw, err := rawWriteFsync(filepath.Join(dir, "raw"), size, batch, int(min(j.Batches, 20000)))
+	raw, err := benchnode.RawWriteFsync(filepath.Join(dir, "raw"), size, batch, int(min(j.Batches, 20000)))
 	if err != nil {
 		return err
 	}
 	fmt.Printf("bookie process, %d adds of %d B, %d in flight, fsync on\n", n, size, window)
-	fmt.Printf("  adds/s %.0f   p50 %v   p99 %v   p999 %v\n", rate, pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999))
+	fmt.Printf("  adds/s %.0f   p50 %v   p99 %v   p999 %v\n", rate, benchnode.Pct(lat, 0.50), benchnode.Pct(lat, 0.99), benchnode.Pct(lat, 0.999))
 	fmt.Printf("  journal: %d group commits, mean %d adds each, %.0f µs write+fsync each\n",
 		j.Batches, batch, j.SyncSeconds*1e6/float64(max(1, j.Batches)))
 	fmt.Printf("raw write+fsync on the same disk, batches of %d x %d B\n", batch, size)
 	fmt.Printf("  entries/s %.0f   (%.0f write+fsync/s)\n", raw, raw/float64(batch))
 	fmt.Printf("ratio bookie/raw: %.2f\n", rate/raw)
 	return nil
-}
-
-type node struct {
-	cmd    *exec.Cmd
-	report meshfile.Node
-}
-
-// startNode starts a node; with profile set, it writes its CPU profile
-// there when stopped.
-func startNode(strata string, args []string, profile string) (*node, error) {
-	cmd := exec.Command(strata, args...)
-	if profile != "" {
-		cmd.Env = append(os.Environ(), "STRATA_CPUPROFILE="+profile)
-	}
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() {
-		stop(cmd)
-		return nil, fmt.Errorf("%v: no report", args)
-	}
-	var rep meshfile.Node
-	if err := json.Unmarshal(sc.Bytes(), &rep); err != nil {
-		stop(cmd)
-		return nil, err
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	return &node{cmd: cmd, report: rep}, nil
-}
-
-func stop(cmd *exec.Cmd) {
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	_ = cmd.Wait()
 }
 
 // addLoad sends n adds with at most window in flight and returns adds/s
@@ -218,34 +170,4 @@ func addLoad(addr string, n, size, window int) (float64, []time.Duration, error)
 		return 0, nil, firstErr
 	}
 	return float64(n) / elapsed.Seconds(), lat, nil
-}
-
-// rawWriteFsync appends batches of window entries of size bytes to a file
-// and fsyncs after each, for rounds batches; it returns entries/s.
-func rawWriteFsync(dir string, size, window, rounds int) (float64, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return 0, err
-	}
-	f, err := os.Create(filepath.Join(dir, "raw.log"))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	buf := make([]byte, size*window)
-	start := time.Now()
-	for i := 0; i < rounds; i++ {
-		if _, err := f.Write(buf); err != nil {
-			return 0, err
-		}
-		if err := f.Sync(); err != nil {
-			return 0, err
-		}
-	}
-	return float64(rounds*window) / time.Since(start).Seconds(), nil
-}
-
-func pct(lat []time.Duration, p float64) time.Duration {
-	s := slices.Clone(lat)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(p*float64(len(s))))].Round(time.Microsecond)
 }

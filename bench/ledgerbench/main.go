@@ -9,22 +9,17 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/stratamesh/strata/bench/benchnode"
 	"github.com/stratamesh/strata/bookie/ledger"
 	"github.com/stratamesh/strata/internal/adminclient"
-	"github.com/stratamesh/strata/internal/meshfile"
 	"github.com/stratamesh/strata/internal/meta"
 	"github.com/stratamesh/strata/region"
 	"github.com/stratamesh/strata/topology"
@@ -68,18 +63,18 @@ func run(strata, dir string, n, size, window, e, qw, qa int) error {
 		return err
 	}
 	common := []string{"node", "--topology", topoPath, "--region", "solo", "--data-dir", filepath.Join(dir, "data"), "--gossip", "loopback", "--log-level", "error"}
-	metaNode, err := startNode(strata, append(common, "--id", "meta"))
+	metaNode, err := benchnode.Start(strata, append(common, "--id", "meta"), "")
 	if err != nil {
 		return err
 	}
-	defer stop(metaNode.cmd)
-	var bookies []*node
+	defer metaNode.Stop()
+	var bookies []*benchnode.Node
 	for _, id := range []string{"k1", "k2", "k3", "k4"} {
-		b, err := startNode(strata, append(common, "--id", id, "--etcd", metaNode.report.Etcd, "--join", metaNode.report.SerfLAN))
+		b, err := benchnode.Start(strata, append(common, "--id", id, "--etcd", metaNode.Report.Etcd, "--join", metaNode.Report.SerfLAN), "")
 		if err != nil {
 			return err
 		}
-		defer stop(b.cmd)
+		defer b.Stop()
 		bookies = append(bookies, b)
 	}
 	m, _, err := topology.Parse("bench.yaml", []byte(topo))
@@ -88,7 +83,7 @@ func run(strata, dir string, n, size, window, e, qw, qa int) error {
 	}
 	r, _ := m.Region("solo")
 	ctx := context.Background()
-	st, err := meta.Open(ctx, meta.Config{Endpoints: []string{metaNode.report.Etcd}, Prefix: region.KeyPrefix(m, r)})
+	st, err := meta.Open(ctx, meta.Config{Endpoints: []string{metaNode.Report.Etcd}, Prefix: region.KeyPrefix(m, r)})
 	if err != nil {
 		return err
 	}
@@ -112,21 +107,21 @@ func run(strata, dir string, n, size, window, e, qw, qa int) error {
 	var batches, adds int64
 	for _, b := range bookies {
 		var view region.BookieView
-		if err := adminclient.Get(ctx, nil, b.report.Admin, "/admin/v1/bookie", &view); err != nil {
+		if err := adminclient.Get(ctx, nil, b.Report.Admin, "/admin/v1/bookie", &view); err != nil {
 			return err
 		}
 		batches += view.Journal.Batches
 		adds += view.Journal.Adds
 	}
 	batch := max(1, int(float64(adds)/float64(max(1, batches))+0.5))
-	raw, err := rawWriteFsync(filepath.Join(dir, "raw"), size, batch, int(min(batches/int64(len(bookies)), 10000)))
+	raw, err := benchnode.RawWriteFsync(filepath.Join(dir, "raw"), size, batch, max(200, int(min(batches/int64(len(bookies)), 10000))))
 	if err != nil {
 		return err
 	}
 	limit := raw / float64(qw)
 	fmt.Printf("ledger E=%d Qw=%d Qa=%d over %d bookie processes, %d adds of %d B per level, fsync on\n", e, qw, qa, len(bookies), n, size)
-	fmt.Printf("  full load (%d in flight): adds/s %.0f   p50 %v   p99 %v   p999 %v\n", window, full, pct(fullLat, 0.50), pct(fullLat, 0.99), pct(fullLat, 0.999))
-	fmt.Printf("  half load (open loop at %.0f/s): adds/s %.0f   p50 %v   p99 %v   p999 %v\n", full/2, half, pct(halfLat, 0.50), pct(halfLat, 0.99), pct(halfLat, 0.999))
+	fmt.Printf("  full load (%d in flight): adds/s %.0f   p50 %v   p99 %v   p999 %v\n", window, full, benchnode.Pct(fullLat, 0.50), benchnode.Pct(fullLat, 0.99), benchnode.Pct(fullLat, 0.999))
+	fmt.Printf("  half load (open loop at %.0f/s): adds/s %.0f   p50 %v   p99 %v   p999 %v\n", full/2, half, benchnode.Pct(halfLat, 0.50), benchnode.Pct(halfLat, 0.99), benchnode.Pct(halfLat, 0.999))
 	fmt.Printf("  bookie journals: %d group commits, mean %d entries each\n", batches, batch)
 	fmt.Printf("raw write+fsync on the same disk, batches of %d x %d B: %.0f entries/s; / Qw = %.0f ledger adds/s (the limit)\n", batch, size, raw, limit)
 	fmt.Printf("ratio ledger/limit at full load: %.2f\n", full/limit)
@@ -180,73 +175,4 @@ func load(ctx context.Context, lc *ledger.Client, opts ledger.CreateOptions, n, 
 		return 0, nil, err
 	}
 	return float64(n) / elapsed.Seconds(), lat, nil
-}
-
-type node struct {
-	cmd    *exec.Cmd
-	report meshfile.Node
-}
-
-func startNode(strata string, args []string) (*node, error) {
-	cmd := exec.Command(strata, args...)
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() {
-		stop(cmd)
-		return nil, fmt.Errorf("%v: no report", args)
-	}
-	var rep meshfile.Node
-	if err := json.Unmarshal(sc.Bytes(), &rep); err != nil {
-		stop(cmd)
-		return nil, err
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	return &node{cmd: cmd, report: rep}, nil
-}
-
-func stop(cmd *exec.Cmd) {
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	_ = cmd.Wait()
-}
-
-// rawWriteFsync appends batches of batch entries of size bytes to a file
-// and fsyncs after each, for rounds batches; it returns entries/s.
-func rawWriteFsync(dir string, size, batch, rounds int) (float64, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return 0, err
-	}
-	f, err := os.Create(filepath.Join(dir, "raw.log"))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	rounds = max(rounds, 200)
-	buf := make([]byte, size*batch)
-	start := time.Now()
-	for i := 0; i < rounds; i++ {
-		if _, err := f.Write(buf); err != nil {
-			return 0, err
-		}
-		if err := f.Sync(); err != nil {
-			return 0, err
-		}
-	}
-	return float64(rounds*batch) / time.Since(start).Seconds(), nil
-}
-
-func pct(lat []time.Duration, p float64) time.Duration {
-	s := slices.Clone(lat)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(p*float64(len(s))))].Round(time.Microsecond)
 }

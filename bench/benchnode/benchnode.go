@@ -1,0 +1,98 @@
+// Package benchnode holds what the bench/ programs share: starting a
+// `strata node` process and reading its one-line report, the raw
+// write+fsync loop that measures the disk's physical limit, and latency
+// percentiles.
+package benchnode
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/stratamesh/strata/internal/meshfile"
+)
+
+// Node is a running `strata node` and the endpoints it reported.
+type Node struct {
+	Cmd    *exec.Cmd
+	Report meshfile.Node
+}
+
+// Start runs `strata <args>` (args begin with "node"), waits for its
+// one-line JSON report and returns it. With profile set, the node writes
+// its CPU profile there when stopped (STRATA_CPUPROFILE). The node dies
+// with this process (parent-death signal).
+func Start(strata string, args []string, profile string) (*Node, error) {
+	cmd := exec.Command(strata, args...)
+	if profile != "" {
+		cmd.Env = append(os.Environ(), "STRATA_CPUPROFILE="+profile)
+	}
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	n := &Node{Cmd: cmd}
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		n.Stop()
+		return nil, fmt.Errorf("%v: no report", args)
+	}
+	if err := json.Unmarshal(sc.Bytes(), &n.Report); err != nil {
+		n.Stop()
+		return nil, err
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	return n, nil
+}
+
+// Stop sends SIGTERM and waits for the node to exit.
+func (n *Node) Stop() {
+	_ = n.Cmd.Process.Signal(syscall.SIGTERM)
+	_ = n.Cmd.Wait()
+}
+
+// RawWriteFsync appends rounds batches of batch entries of size bytes to a
+// file in dir, with an fsync after each batch, and returns entries/s: the
+// disk's write+fsync limit at that batch size.
+func RawWriteFsync(dir string, size, batch, rounds int) (float64, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, err
+	}
+	f, err := os.Create(filepath.Join(dir, "raw.log"))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, size*batch)
+	start := time.Now()
+	for i := 0; i < rounds; i++ {
+		if _, err := f.Write(buf); err != nil {
+			return 0, err
+		}
+		if err := f.Sync(); err != nil {
+			return 0, err
+		}
+	}
+	return float64(rounds*batch) / time.Since(start).Seconds(), nil
+}
+
+// Pct is the p-quantile (0..1) of lat, rounded to a microsecond.
+func Pct(lat []time.Duration, p float64) time.Duration {
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(p*float64(len(s))))].Round(time.Microsecond)
+}
