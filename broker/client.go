@@ -55,6 +55,10 @@ type subscription struct {
 	max     atomic.Int64 // 0 = unlimited; auto-unsubscribe after this many deliveries in total
 	count   atomic.Int64 // deliveries so far
 	removed atomic.Bool
+	// internal, when set, makes this a subscription of the broker itself
+	// (SubscribeInternal): deliveries call it instead of writing to a
+	// client, and client is nil.
+	internal InternalHandler
 }
 
 // readLoop is the client's reader goroutine.
@@ -237,6 +241,18 @@ func (c *client) Msg(m *natsproto.Msg) error {
 	}
 	c.srv.inMsgs.Add(1)
 	c.srv.inBytes.Add(int64(len(m.Header) + len(m.Payload)))
+	if h := c.srv.cfg.Hook; h != nil {
+		switch h.ClientPublish(ClientInfo{ID: c.cid, Name: c.name}, m.Subject, m.Reply, m.Header, m.Payload) {
+		case HookConsumed:
+			return nil
+		case HookStored:
+			nr := c.noResponders
+			c.noResponders = false
+			c.srv.publish(c, m)
+			c.noResponders = nr
+			return nil
+		}
+	}
 	c.srv.publish(c, m)
 	return nil
 }
@@ -363,6 +379,10 @@ func (s *subscription) deliver(p *producer, subject, reply, hdr, payload []byte)
 			defer s.client.unsubscribe(s)
 		}
 	}
+	if s.internal != nil {
+		s.internal(subject, reply, hdr, payload)
+		return true
+	}
 	c := s.client
 	if !c.headers.Load() {
 		hdr = nil
@@ -390,5 +410,8 @@ func (s *subscription) deliver(p *producer, subject, reply, hdr, payload []byte)
 
 // sidString is for logs and tests.
 func (s *subscription) String() string {
+	if s.client == nil {
+		return s.subject + " (internal)"
+	}
 	return s.subject + " sid=" + s.sid + " cid=" + strconv.FormatUint(s.client.cid, 10)
 }

@@ -82,6 +82,9 @@ type Config struct {
 	// RoutePing is the ping interval on the internal link; a route that
 	// misses 3 pings is closed and redialled. Default 5 s.
 	RoutePing time.Duration
+	// Hook, when set, sees every client publish before it is routed (the
+	// JetStream layer). Nil routes everything as core NATS.
+	Hook PublishHook
 	// StrataVersion is reported in INFO as "strata_version".
 	StrataVersion string
 	// Logger receives the broker's logs; nil discards them.

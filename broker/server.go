@@ -265,7 +265,7 @@ func (s *Server) infoLine(c *client) []byte {
 		ServerID: s.id, ServerName: s.cfg.ServerName, Version: NATSVersion, Proto: 1,
 		Go: runtime.Version(), Host: host, Port: port, Headers: true, MaxPayload: s.cfg.MaxPayload,
 		ClientID: c.cid, ClientIP: clientIP, AuthRequired: s.cfg.Auth != nil,
-		Region: s.cfg.Region, StrataVersion: s.cfg.StrataVersion,
+		Region: s.cfg.Region, StrataVersion: s.cfg.StrataVersion, JetStream: s.cfg.Hook != nil,
 	}
 	if s.routeLn != nil {
 		info.ConnectURLs = s.connectURLs()
