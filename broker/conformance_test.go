@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/stratamesh/strata/internal/natspeer"
 	"github.com/stratamesh/strata/internal/testutil"
 )
 
@@ -31,9 +32,9 @@ type serverUnderTest struct {
 // Strata broker (with mod) and runs f against each.
 func bothServers(t *testing.T, refConf []string, mod func(*Config), f func(t *testing.T, s serverUnderTest)) {
 	t.Helper()
-	ref := startRefServer(t, refConf...)
+	ref := natspeer.Start(t, refConf...)
 	ours := startBroker(t, mod)
-	t.Run("nats-server", func(t *testing.T) { f(t, serverUnderTest{"nats-server", ref.url, ref.addr}) })
+	t.Run("nats-server", func(t *testing.T) { f(t, serverUnderTest{"nats-server", ref.URL(), ref.Addr()}) })
 	t.Run("strata", func(t *testing.T) { f(t, serverUnderTest{"strata", ours.ClientURL(), ours.Addr()}) })
 }
 

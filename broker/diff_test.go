@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stratamesh/strata/internal/natspeer"
 )
 
 // Differential protocol tests: the same raw byte scripts go to the
@@ -196,15 +198,15 @@ func sortMsgRuns(frames []string) []string {
 }
 
 func TestDifferentialRawProtocol(t *testing.T) {
-	ref := startRefServer(t)
-	refAuth := startRefServer(t, "authorization { user: u, password: p }")
+	ref := natspeer.Start(t)
+	refAuth := natspeer.Start(t, "authorization { user: u, password: p }")
 	strata := startBroker(t, nil)
 	strataAuth := startBroker(t, func(c *Config) { c.Auth = StaticAuth{Users: map[string]string{"u": "p"}} })
 	for _, s := range rawScripts() {
 		t.Run(s.name, func(t *testing.T) {
-			refAddr, ourAddr := ref.addr, strata.Addr()
+			refAddr, ourAddr := ref.Addr(), strata.Addr()
 			if s.auth {
-				refAddr, ourAddr = refAuth.addr, strataAuth.Addr()
+				refAddr, ourAddr = refAuth.Addr(), strataAuth.Addr()
 			}
 			want := runRaw(t, refAddr, s)
 			got := runRaw(t, ourAddr, s)
