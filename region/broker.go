@@ -40,6 +40,7 @@ func (n *Node) startBroker() error {
 			RouteAddr:     net.JoinHostPort(n.host(), strconv.Itoa(routePort)),
 			Peers:         &lanPeers{pool: &n.lanRef, self: n.name},
 			StrataVersion: Version,
+			Hook:          n.js,
 			Logger:        n.logger,
 		})
 	})

@@ -39,6 +39,10 @@ type NodeConfig struct {
 	// etcd: after a crash the key disappears this long later. Default 10 s;
 	// must be at least etcd's minimum lease TTL.
 	RegistrationTTL time.Duration
+	// OwnershipLeaseTTL is a broker's topic-ownership lease: after a
+	// broker dies its topics move within about this long. Zero takes the
+	// JetStream layer's default (3 s).
+	OwnershipLeaseTTL time.Duration
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stratamesh/strata/bookie"
 	"github.com/stratamesh/strata/bookie/storage"
 	"github.com/stratamesh/strata/broker"
+	"github.com/stratamesh/strata/broker/jetstream"
 	"github.com/stratamesh/strata/internal/adminhttp"
 	"github.com/stratamesh/strata/internal/gossip"
 	"github.com/stratamesh/strata/internal/meshfile"
@@ -41,6 +42,7 @@ type Node struct {
 	tel      *telemetry.Telemetry
 	reg      *registration
 	broker   *broker.Server              // brokers only
+	js       *jetstream.Service          // brokers only: the JetStream layer
 	lanRef   atomic.Pointer[gossip.Pool] // n.lan, for the broker's peer source
 	bookie   *bookie.Bookie              // bookies only
 	ledgerCl ledgerClient                // opened on first use by the ledger admin routes
@@ -117,7 +119,13 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	if n.spec.Role == topology.RoleBroker {
+		if n.js, err = n.newJetStream(); err != nil {
+			return err
+		}
 		if err := n.startBroker(); err != nil {
+			return err
+		}
+		if err := n.startJetStream(ctx); err != nil {
 			return err
 		}
 	}
@@ -280,6 +288,9 @@ func (n *Node) startAdmin() error {
 	n.admin.Handle("GET /admin/v1/members", n.membersHandler())
 	n.bookieRoutes(n.admin)
 	n.ledgerRoutes(n.admin)
+	if n.js != nil {
+		n.topicRoutes(n.admin)
+	}
 	n.admin.AddReadyCheck("metadata", func(ctx context.Context) error {
 		_, err := n.store.Get(ctx, n.registrationKey())
 		return err
@@ -391,6 +402,9 @@ func (n *Node) Stop(ctx context.Context) error {
 			errs = append(errs, p.Close())
 		}
 		n.wg.Wait()
+		if n.js != nil {
+			errs = append(errs, n.js.Close(ctx))
+		}
 		if n.broker != nil {
 			errs = append(errs, n.broker.Close(ctx))
 		}

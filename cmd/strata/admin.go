@@ -36,6 +36,12 @@ func (f *adminFlags) register(cmd *cobra.Command) {
 
 // targets lists, per region, the admin URLs to try.
 func (f *adminFlags) targets() (map[string][]string, []string, error) {
+	return f.roleTargets("")
+}
+
+// roleTargets is targets restricted to the nodes of one role (with --url,
+// the node given).
+func (f *adminFlags) roleTargets(role string) (map[string][]string, []string, error) {
 	if f.url != "" {
 		u := strings.TrimRight(f.url, "/")
 		if !strings.Contains(u, "://") {
@@ -51,7 +57,7 @@ func (f *adminFlags) targets() (map[string][]string, []string, error) {
 	if !supervisor.Running(dir) {
 		return nil, nil, fmt.Errorf("%s is stale: no strata up is running with data dir %s (give --url to ask a node directly)", meshfile.Path(dir), dir)
 	}
-	return adminclient.Targets(mf, f.region)
+	return adminclient.RoleTargets(mf, f.region, role)
 }
 
 func newAdmin() *cobra.Command {
@@ -113,6 +119,6 @@ func newAdmin() *cobra.Command {
 			return tw.Flush()
 		},
 	})
-	cmd.AddCommand(bookies, newAdminLedgers(&flags))
+	cmd.AddCommand(bookies, newAdminLedgers(&flags), newAdminTopics(&flags))
 	return cmd
 }

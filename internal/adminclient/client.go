@@ -23,6 +23,12 @@ type Target struct {
 // URLs of its nodes in mesh.json order, so that a caller can fall back
 // from a dead node to the next. It fails when region names no region of f.
 func Targets(f *meshfile.File, region string) (map[string][]string, []string, error) {
+	return RoleTargets(f, region, "")
+}
+
+// RoleTargets is Targets restricted to the nodes of one role ("" for
+// every node): e.g. "broker" for the routes only brokers serve (topics).
+func RoleTargets(f *meshfile.File, region, role string) (map[string][]string, []string, error) {
 	urls := map[string][]string{}
 	var order []string
 	for _, r := range f.Regions {
@@ -31,7 +37,7 @@ func Targets(f *meshfile.File, region string) (map[string][]string, []string, er
 		}
 		order = append(order, r.Name)
 		for _, n := range r.Nodes {
-			if n.Admin != "" && n.Exited == "" {
+			if n.Admin != "" && n.Exited == "" && (role == "" || n.Role == role) {
 				urls[r.Name] = append(urls[r.Name], n.Admin)
 			}
 		}

@@ -1,0 +1,154 @@
+package jetstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/stratamesh/strata/broker/jsapi"
+	"github.com/stratamesh/strata/broker/mledger"
+)
+
+// ErrTopicNotFound is returned by the admin views for a topic the region
+// does not have.
+var ErrTopicNotFound = errors.New("jetstream: topic not found")
+
+// TopicSummary is one row of the admin topic list.
+type TopicSummary struct {
+	Tenant    string   `json:"tenant"`
+	Namespace string   `json:"namespace"`
+	Topic     string   `json:"topic"`
+	Stream    string   `json:"stream"`
+	Subjects  []string `json:"subjects"`
+	// Owner is the broker serving the topic ("" while none does).
+	Owner string `json:"owner"`
+}
+
+// TopicStats is a topic's live state as its owner reports it
+// (admin API: GET /admin/v1/topics/{t}/{ns}/{topic}/stats).
+type TopicStats struct {
+	TopicSummary
+	Retention     string               `json:"retention"`
+	Messages      uint64               `json:"messages"`
+	Bytes         uint64               `json:"bytes"`
+	FirstSeq      uint64               `json:"first_seq"`
+	LastSeq       uint64               `json:"last_seq"`
+	FirstTime     time.Time            `json:"first_ts,omitzero"`
+	LastTime      time.Time            `json:"last_ts,omitzero"`
+	NumSubjects   uint64               `json:"num_subjects"`
+	Ledgers       []mledger.LedgerInfo `json:"ledgers"`
+	Subscriptions []SubscriptionStats  `json:"subscriptions"`
+	Config        jsapi.StreamConfig   `json:"config"`
+}
+
+// SubscriptionStats is one durable cursor of a topic: its mark-delete
+// position (ack floor), read position, unacknowledged deliveries and
+// backlog (matching messages not yet delivered).
+type SubscriptionStats struct {
+	Name           string    `json:"name"`
+	AckFloor       uint64    `json:"ack_floor"`
+	Delivered      uint64    `json:"delivered"`
+	NumAckPending  int       `json:"num_ack_pending"`
+	NumRedelivered int       `json:"num_redelivered"`
+	NumWaiting     int       `json:"num_waiting"`
+	Backlog        uint64    `json:"backlog"`
+	AckPolicy      string    `json:"ack_policy"`
+	Created        time.Time `json:"created"`
+}
+
+// Topics lists the region's topics, sorted, those of tenant (and
+// namespace) when set.
+func (s *Service) Topics(tenant, namespace string) []TopicSummary {
+	var out []TopicSummary
+	for _, n := range s.reg.all() {
+		if (tenant != "" && n.Tenant != tenant) || (namespace != "" && n.Namespace != namespace) {
+			continue
+		}
+		st := s.reg.topic(n)
+		if st == nil {
+			continue
+		}
+		out = append(out, s.summary(st))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		return a.Tenant+"/"+a.Namespace+"/"+a.Topic < b.Tenant+"/"+b.Namespace+"/"+b.Topic
+	})
+	return out
+}
+
+func (s *Service) summary(st *stream) TopicSummary {
+	return TopicSummary{Tenant: st.name.Tenant, Namespace: st.name.Namespace, Topic: st.name.Topic,
+		Stream: st.stream, Subjects: st.config.Subjects, Owner: s.owners.leader(st.name)}
+}
+
+// TopicStats asks the topic's owner (through the JetStream API, over the
+// internal link when another broker owns it) for its stream and consumer
+// state, and reads its ledger list from etcd. Errors: ErrTopicNotFound;
+// ctx's error when no owner answers in time (no owner yet).
+func (s *Service) TopicStats(ctx context.Context, name mledger.Name) (*TopicStats, error) {
+	st := s.reg.topic(name)
+	if st == nil {
+		return nil, ErrTopicNotFound
+	}
+	var info jsapi.StreamInfoResponse
+	if err := s.request(ctx, jsapi.APIPrefix+"STREAM.INFO."+st.stream, nil, &info); err != nil {
+		return nil, err
+	}
+	if info.Error != nil {
+		return nil, info.Error
+	}
+	var list jsapi.ConsumerListResponse
+	if err := s.request(ctx, jsapi.APIPrefix+"CONSUMER.LIST."+st.stream, nil, &list); err != nil {
+		return nil, err
+	}
+	out := &TopicStats{TopicSummary: s.summary(st), Config: st.config, Retention: string(st.config.Retention)}
+	if info.StreamInfo != nil {
+		ss := info.State
+		out.Messages, out.Bytes, out.FirstSeq, out.LastSeq = ss.Msgs, ss.Bytes, ss.FirstSeq, ss.LastSeq
+		out.FirstTime, out.LastTime, out.NumSubjects = ss.FirstTime, ss.LastTime, ss.NumSubjects
+		out.Config = info.Config
+	}
+	for _, ci := range list.Consumers {
+		out.Subscriptions = append(out.Subscriptions, SubscriptionStats{
+			Name: ci.Name, AckFloor: ci.AckFloor.Stream, Delivered: ci.Delivered.Stream,
+			NumAckPending: ci.NumAckPending, NumRedelivered: ci.NumRedelivered, NumWaiting: ci.NumWaiting,
+			Backlog: ci.NumPending, AckPolicy: string(ci.Config.AckPolicy), Created: ci.Created,
+		})
+	}
+	if tm, _, err := mledger.Load(ctx, s.cfg.Store, name); err == nil {
+		out.Ledgers = tm.Ledgers
+	}
+	return out, nil
+}
+
+// request sends a JetStream API request from the broker itself and
+// decodes the reply into v.
+func (s *Service) request(ctx context.Context, subject string, body []byte, v any) error {
+	inbox := "_INBOX.strata-admin." + randomName() + randomName()
+	ch := make(chan []byte, 1)
+	unsub, err := s.srv.SubscribeInternal(inbox, func(_, _, _, p []byte) {
+		select {
+		case ch <- bytes.Clone(p):
+		default:
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer unsub()
+	s.dispatch(message{origin: s.cfg.Name, subject: subject, reply: inbox, data: body})
+	select {
+	case b := <-ch:
+		if err := json.Unmarshal(b, v); err != nil {
+			return fmt.Errorf("jetstream: decoding the reply to %s: %w", subject, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("jetstream: no answer to %s (no owner serving the topic yet?): %w", subject, ctx.Err())
+	}
+}

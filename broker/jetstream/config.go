@@ -1,0 +1,121 @@
+package jetstream
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/stratamesh/strata/bookie/ledger"
+	"github.com/stratamesh/strata/broker/jsapi"
+	"github.com/stratamesh/strata/broker/mledger"
+	"github.com/stratamesh/strata/internal/meta"
+)
+
+// Defaults of Config.
+const (
+	DefaultLeaseTTL       = 3 * time.Second
+	DefaultCursorPersist  = 100 * time.Millisecond
+	DefaultParkTimeout    = 10 * time.Second
+	DefaultAPIConcurrency = 64
+)
+
+// Namespace is what the service needs of a namespace's policies
+// (ARCHITECTURE §5; from the topology until tenancy lands).
+type Namespace struct {
+	// AutoCreateTopics lets a publish on "t.ns.topic" create the topic.
+	AutoCreateTopics bool
+	// Retention of auto-created topics (JetStream's model): mode limits,
+	// interest or workqueue, and limits (0 = unlimited).
+	Retention         string
+	MaxAge            time.Duration
+	MaxBytes, MaxMsgs int64
+	DuplicateWindow   time.Duration
+}
+
+// Config configures a Service.
+type Config struct {
+	// Name is this broker's name, unique in the region (the broker's
+	// ServerName); it is the value of the ownership elections it wins and
+	// the address of its internal subjects. Required.
+	Name string
+	// Store is the region's metadata store; Ledgers its ledger client.
+	// Required.
+	Store   *meta.Store
+	Ledgers *ledger.Client
+	// Ensemble, WriteQuorum and AckQuorum are the BookKeeper replication
+	// of new ledgers (E >= Qw >= Qa >= 1). Required.
+	Ensemble, WriteQuorum, AckQuorum int
+	// Rollover closes a topic's open ledger and opens the next when any
+	// limit is reached (entries, bytes, age; 0 = that limit off).
+	RolloverEntries, RolloverBytes int64
+	RolloverAge                    time.Duration
+	// Tenants maps tenant → namespace → policy: the namespaces publishes
+	// may auto-create topics in and streams may live in.
+	Tenants map[string]map[string]Namespace
+	// DefaultTenant and DefaultNamespace are where streams created
+	// through the JetStream API live when the connection has no tenant
+	// (the topology's defaults.jetstream).
+	DefaultTenant, DefaultNamespace string
+	// LeaseTTL is the broker's ownership lease: after a crash, its topics
+	// move to another broker within about this long. Default 3 s (etcd's
+	// floor is 2 s).
+	LeaseTTL time.Duration
+	// CursorPersist is how often a consumer's changed cursor is written to
+	// etcd (an AckSync persists at once). Default 100 ms: a crash loses at
+	// most this much of acks, which then cause redelivery.
+	CursorPersist time.Duration
+	// ParkTimeout bounds how long a message for a topic with no owner
+	// (during a takeover) waits for one before it is dropped (the client
+	// retries). Default 10 s.
+	ParkTimeout time.Duration
+	// Now is the clock (default time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = DefaultLeaseTTL
+	}
+	if c.CursorPersist == 0 {
+		c.CursorPersist = DefaultCursorPersist
+	}
+	if c.ParkTimeout == 0 {
+		c.ParkTimeout = DefaultParkTimeout
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.Name == "" {
+		errs = append(errs, errors.New("jetstream: Config.Name is required"))
+	}
+	if c.Store == nil || c.Ledgers == nil {
+		errs = append(errs, errors.New("jetstream: Config.Store and Config.Ledgers are required"))
+	}
+	if !(c.Ensemble >= c.WriteQuorum && c.WriteQuorum >= c.AckQuorum && c.AckQuorum >= 1) {
+		errs = append(errs, errors.New("jetstream: need ensemble >= write_quorum >= ack_quorum >= 1"))
+	}
+	if (c.DefaultTenant == "") != (c.DefaultNamespace == "") {
+		errs = append(errs, errors.New("jetstream: DefaultTenant and DefaultNamespace are set together (defaults.jetstream)"))
+	}
+	return errors.Join(errs...)
+}
+
+// limits turns a stream configuration into the managed ledger's limits.
+func (c Config) limits(sc *jsapi.StreamConfig) mledger.Limits {
+	l := mledger.Limits{
+		MaxMsgs: sc.MaxMsgs, MaxBytes: sc.MaxBytes, MaxAge: sc.MaxAge,
+		MaxMsgSize: sc.MaxMsgSize, DiscardNew: sc.Discard == "new",
+		DuplicateWindow: sc.Duplicates,
+		RolloverEntries: c.RolloverEntries, RolloverBytes: c.RolloverBytes, RolloverAge: c.RolloverAge,
+	}
+	return l
+}

@@ -1,0 +1,245 @@
+package jetstream
+
+import (
+	"strings"
+	"time"
+
+	"github.com/stratamesh/strata/broker"
+	"github.com/stratamesh/strata/broker/jsapi"
+	"github.com/stratamesh/strata/broker/mledger"
+	"github.com/stratamesh/strata/broker/natsproto"
+)
+
+// dispatch sends a client message to the handler of its kind: an ack, an
+// API request, or a publish into a stream.
+func (s *Service) dispatch(m message) {
+	switch {
+	case strings.HasPrefix(m.subject, jsapi.AckPrefix):
+		s.dispatchAck(m)
+	case strings.HasPrefix(m.subject, "$JS."):
+		s.dispatchAPI(m)
+	default:
+		if m.stream == nil {
+			return
+		}
+		st := m.stream
+		s.toOwner(st.name, m, func(t *topic) { t.publish(m) })
+	}
+}
+
+// tenantOf is the tenant a connection's JetStream requests address: with
+// auth off, the topology's defaults.jetstream tenant.
+func (s *Service) tenantOf(message) string { return s.cfg.DefaultTenant }
+
+// lookupStream finds a stream by name for m's connection: in its tenant,
+// then (auth off) in any tenant.
+func (s *Service) lookupStream(m message, name string) *stream {
+	if st := s.reg.lookup(s.tenantOf(m), name); st != nil {
+		return st
+	}
+	s.reg.mu.RLock()
+	defer s.reg.mu.RUnlock()
+	for _, byName := range s.reg.byStream {
+		if st := byName[name]; st != nil {
+			return st
+		}
+	}
+	return nil
+}
+
+func (s *Service) dispatchAck(m message) {
+	am, err := jsapi.ParseAckSubject(m.subject)
+	if err != nil {
+		return // not an ack we issued: ignored, as the reference does
+	}
+	st := s.lookupStream(m, am.Stream)
+	if st == nil {
+		return
+	}
+	s.toOwner(st.name, m, func(t *topic) { t.ack(m, am) })
+}
+
+func (s *Service) dispatchAPI(m message) {
+	req, err := jsapi.ParseAPISubject(m.subject)
+	if err != nil {
+		return // the reference does not answer subjects it does not route
+	}
+	s.apiTotal.Add(1)
+	if v, ok := natsproto.HeaderGet(m.hdr, jsapi.HdrRequiredAPILevel); ok && !jsapi.RequiredAPILevelOK(string(v)) {
+		s.replyError(m.reply, req.Kind, jsapi.ErrRequiredAPILevel())
+		return
+	}
+	if !req.Kind.InSubset() {
+		s.replyError(m.reply, req.Kind, jsapi.ErrBadRequest())
+		return
+	}
+	switch req.Kind {
+	case jsapi.KindAccountInfo, jsapi.KindStreamNames, jsapi.KindStreamList:
+		s.goAPI(func() { s.apiRegion(req, m) })
+		return
+	}
+	st := s.lookupStream(m, req.Stream)
+	if st == nil {
+		if req.Kind == jsapi.KindStreamCreate {
+			s.goAPI(func() { s.createStream(req, m) })
+			return
+		}
+		s.replyError(m.reply, req.Kind, jsapi.ErrStreamNotFound())
+		return
+	}
+	s.toOwner(st.name, m, func(t *topic) { t.api(req, m) })
+}
+
+// goAPI runs an API handler on its own goroutine, at most
+// DefaultAPIConcurrency at once (beyond that the caller waits: API
+// requests are rare next to publishes and acks).
+func (s *Service) goAPI(f func()) {
+	s.apiSem <- struct{}{}
+	s.goRun(func() {
+		defer func() { <-s.apiSem }()
+		f()
+	})
+}
+
+// toOwner hands m to the owner of topic name: to local if this broker
+// serves it, over the internal link if another broker owns it, or into the
+// topic's parking queue while no broker serves it (a takeover), keeping
+// the order of what is parked.
+func (s *Service) toOwner(name mledger.Name, m message, local func(*topic)) {
+	s.mu.Lock()
+	if p := s.parked[name]; p != nil {
+		p.add(m, local)
+		s.mu.Unlock()
+		return
+	}
+	t := s.topics[name]
+	s.mu.Unlock()
+	if t != nil && t.isReady() {
+		local(t)
+		return
+	}
+	if owner := s.owners.leader(name); owner != "" && owner != s.cfg.Name && t == nil {
+		if m.hops >= maxHops {
+			s.cfg.Logger.Warn("dropping a message forwarded too often", "topic", name.String(), "subject", m.subject)
+			return
+		}
+		s.forward(owner, m)
+		return
+	}
+	s.mu.Lock()
+	p := s.parked[name]
+	if p == nil {
+		p = &parking{}
+		s.parked[name] = p
+		s.goRun(func() { s.drainParked(name, p) })
+	}
+	p.add(m, local)
+	s.mu.Unlock()
+}
+
+// parking holds the messages of a topic that has no serving owner yet,
+// in arrival order.
+type parking struct {
+	items []parked
+}
+
+type parked struct {
+	m     message
+	local func(*topic)
+	at    time.Time
+}
+
+func (p *parking) add(m message, local func(*topic)) {
+	p.items = append(p.items, parked{m: m, local: local, at: time.Now()})
+}
+
+// drainParked waits for the topic to get a serving owner, then sends
+// everything parked there in order; messages older than ParkTimeout are
+// dropped (their clients time out and retry).
+func (s *Service) drainParked(name mledger.Name, p *parking) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		s.mu.Lock()
+		t := s.topics[name]
+		owner := s.owners.leader(name)
+		ready := t != nil && t.isReady()
+		remote := t == nil && owner != "" && owner != s.cfg.Name
+		if !ready && !remote {
+			cut := 0
+			for cut < len(p.items) && time.Since(p.items[cut].at) > s.cfg.ParkTimeout {
+				cut++
+			}
+			p.items = p.items[cut:]
+			if len(p.items) == 0 || s.reg.topic(name) == nil {
+				delete(s.parked, name)
+				s.mu.Unlock()
+				return
+			}
+			s.mu.Unlock()
+			continue
+		}
+		items := p.items
+		delete(s.parked, name)
+		s.mu.Unlock()
+		for _, it := range items {
+			if ready {
+				it.local(t)
+			} else {
+				s.forward(owner, it.m)
+			}
+		}
+		return
+	}
+}
+
+// uncaptured decides about a publish no stream captures: a subject of a
+// known tenant's namespace ("t.ns.topic…") auto-creates its topic (spec
+// §4) and returns it; a JetStream publish (with a reply) into an unknown
+// namespace of a known tenant gets an error naming it; anything else is
+// core NATS. Creating a topic writes to etcd once, on the publisher's
+// reader goroutine.
+func (s *Service) uncaptured(subject, reply []byte) (*stream, broker.HookResult) {
+	toks := strings.SplitN(string(subject), ".", 4)
+	if len(toks) < 3 {
+		return nil, broker.HookRoute
+	}
+	nss, ok := s.cfg.Tenants[toks[0]]
+	if !ok {
+		return nil, broker.HookRoute
+	}
+	ns, ok := nss[toks[1]]
+	if !ok {
+		if len(reply) > 0 {
+			s.respond(string(reply), pubAckError("", withDesc(jsapi.ErrStreamNotFound(),
+				"namespace "+toks[0]+"/"+toks[1]+" does not exist: tenant "+toks[0]+" has no such namespace")))
+			return nil, broker.HookConsumed
+		}
+		return nil, broker.HookRoute
+	}
+	if !ns.AutoCreateTopics || !validToken(toks[2]) {
+		return nil, broker.HookRoute
+	}
+	st, err := s.autoCreate(mledger.Name{Tenant: toks[0], Namespace: toks[1], Topic: toks[2]}, ns)
+	if err != nil {
+		s.cfg.Logger.Warn("auto-creating a topic failed", "subject", string(subject), "err", err)
+		if len(reply) > 0 {
+			s.respond(string(reply), pubAckError("", jsapi.ErrStreamStoreFailed(err)))
+			return nil, broker.HookStored
+		}
+		return nil, broker.HookRoute
+	}
+	return st, broker.HookStored
+}
+
+// withDesc is e with a more specific description (same codes).
+func withDesc(e *jsapi.APIError, desc string) *jsapi.APIError {
+	c := *e
+	c.Description = desc
+	return &c
+}

@@ -1,0 +1,46 @@
+// Package jetstream is the serving half of Strata's Pulsar design behind
+// the JetStream API (ARCHITECTURE §3, shared/specs/nats-wire.md §2 and §4):
+// a stream is a topic, a topic is a managed ledger (broker/mledger) owned
+// by exactly one broker of the region, and a durable consumer is a cursor
+// (broker/consumer) that the owner runs.
+//
+// What it owns:
+//   - The stream registry: every topic's metadata (topics/… in the
+//     region's etcd), watched by every broker, giving stream name →
+//     topic and subject → capturing stream. Streams created through the
+//     JetStream API live in the connection's tenant (with auth off, the
+//     topology's defaults.jetstream tenant) and namespace (the default, or
+//     config.metadata["strata.namespace"]); a stream "ns:topic" names
+//     topic ns/topic. A publish on "tenant.namespace.topic[.…]" of a known
+//     namespace auto-creates topic tenant/namespace/topic (stream
+//     "namespace:topic", subjects "t.ns.topic" and "t.ns.topic.>") unless
+//     the namespace forbids it. Any other subject is plain NATS.
+//   - Ownership: one etcd election per topic ("owners/<t>/<ns>/<topic>")
+//     under the broker's lease; every broker campaigns for every topic,
+//     the first in line owns it. The owner opens the managed ledger (its
+//     takeover recovery fences the previous owner) with the election's
+//     condition on every etcd write; a fenced add or a failed condition
+//     makes it drop the topic and campaign again.
+//   - Forwarding: a broker that does not own a topic forwards the client's
+//     publish, API request, pull or ack, as it came, to the owner over the
+//     region's internal link (subject $SR.FWD.<owner>); the owner answers
+//     reply subjects directly (they are routed back like any reply) and
+//     sends pull-consumer deliveries to the requester's broker
+//     ($SR.DLV.<broker>), which delivers them locally with the message's
+//     original subject.
+//   - The JetStream API handlers, PubAcks (sent only after the ledger add
+//     completed at the ack quorum), and the consumer drivers: one
+//     goroutine per consumer that feeds the deterministic core and
+//     persists its cursor (batched; AckSync answered after persistence).
+//
+// What it must not do: keep data that cannot be rebuilt from bookies and
+// etcd; write to etcd without its ownership condition (except creating a
+// topic that does not exist yet); parse the NATS protocol (broker does).
+//
+// Concurrency: the broker calls ClientPublish on client reader goroutines
+// and internal handlers on client and route reader goroutines; both only
+// parse, look up and hand work over (to a managed ledger's Publish, a
+// consumer's mailbox, or a goroutine for API requests). Each owned topic's
+// consumers run on their own goroutines; the registry and ownership maps
+// are guarded by mutexes.
+package jetstream

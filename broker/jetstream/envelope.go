@@ -1,0 +1,88 @@
+package jetstream
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Internal subjects of the region's link between brokers.
+const (
+	// fwdPrefix + <broker>: a client message forwarded to the owner of
+	// its topic.
+	fwdPrefix = "$SR.FWD."
+	// dlvPrefix + <broker>: a pull-consumer delivery (or status) for a
+	// requester connected to that broker.
+	dlvPrefix = "$SR.DLV."
+)
+
+// maxHops bounds how often a forwarded message may be forwarded again
+// (when it reached a broker that lost the topic meanwhile).
+const maxHops = 3
+
+// envelope is what crosses the internal link: a client message with where
+// it entered the region (forwards) or a delivery for a local inbox.
+type envelope struct {
+	Hops    uint8
+	Origin  string // broker the client is connected to
+	Subject string // forward: the client's subject; delivery: the inbox
+	Reply   string // forward: the client's reply; delivery: the ack subject
+	Show    string // delivery: the subject shown on the MSG line
+	Header  []byte
+	Data    []byte
+}
+
+const envelopeVersion = 1
+
+func (e *envelope) marshal() []byte {
+	n := 2 + 5*binary.MaxVarintLen32 + len(e.Origin) + len(e.Subject) + len(e.Reply) + len(e.Show) + len(e.Header) + len(e.Data)
+	b := make([]byte, 0, n)
+	b = append(b, envelopeVersion, e.Hops)
+	for _, s := range []string{e.Origin, e.Subject, e.Reply, e.Show} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(e.Header)))
+	b = append(b, e.Header...)
+	return append(b, e.Data...)
+}
+
+var errEnvelope = errors.New("jetstream: malformed internal envelope")
+
+// unmarshalEnvelope decodes b into a new envelope that shares nothing
+// with b.
+func unmarshalEnvelope(b []byte) (envelope, error) {
+	var e envelope
+	if len(b) < 2 || b[0] != envelopeVersion {
+		return e, fmt.Errorf("%w: version", errEnvelope)
+	}
+	e.Hops = b[1]
+	b = b[2:]
+	field := func(what string) ([]byte, error) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return nil, fmt.Errorf("%w: %s length", errEnvelope, what)
+		}
+		v := b[k : k+int(n)]
+		b = b[k+int(n):]
+		return v, nil
+	}
+	var strs [4]string
+	for i, what := range []string{"origin", "subject", "reply", "show"} {
+		v, err := field(what)
+		if err != nil {
+			return e, err
+		}
+		strs[i] = string(v)
+	}
+	e.Origin, e.Subject, e.Reply, e.Show = strs[0], strs[1], strs[2], strs[3]
+	h, err := field("header")
+	if err != nil {
+		return e, err
+	}
+	if len(h) > 0 {
+		e.Header = append([]byte(nil), h...)
+	}
+	e.Data = append([]byte(nil), b...)
+	return e, nil
+}

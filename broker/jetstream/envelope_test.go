@@ -1,0 +1,60 @@
+package jetstream
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+func TestEnvelopeRoundTrip(t *testing.T) {
+	for _, e := range []envelope{
+		{},
+		{Hops: 2, Origin: "solo.b1", Subject: "ord.new", Reply: "_INBOX.x.y", Header: []byte("NATS/1.0\r\nA: b\r\n\r\n"), Data: []byte("payload")},
+		{Origin: "b2", Subject: "_INBOX.a", Reply: "$JS.ACK.S.C.1.2.3.4.5", Show: "ord.a", Data: bytes.Repeat([]byte{0}, 70000)},
+	} {
+		got, err := unmarshalEnvelope(e.marshal())
+		if err != nil {
+			t.Fatalf("%+v: %v", e, err)
+		}
+		if got.Hops != e.Hops || got.Origin != e.Origin || got.Subject != e.Subject || got.Reply != e.Reply || got.Show != e.Show ||
+			!bytes.Equal(got.Header, e.Header) || !bytes.Equal(got.Data, e.Data) {
+			t.Fatalf("round trip: got %+v, want %+v", got, e)
+		}
+	}
+}
+
+func TestEnvelopeMalformed(t *testing.T) {
+	good := (&envelope{Origin: "b1", Subject: "s", Reply: "r", Header: []byte("h")}).marshal()
+	for name, b := range map[string][]byte{
+		"empty":          nil,
+		"version":        append([]byte{9}, good[1:]...),
+		"truncated":      good[:4],
+		"length too big": {envelopeVersion, 0, 0xff, 0xff, 0x03, 'x'},
+		"bad varint":     {envelopeVersion, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+	} {
+		if _, err := unmarshalEnvelope(b); !errors.Is(err, errEnvelope) {
+			t.Errorf("%s: err %v, want errEnvelope", name, err)
+		}
+	}
+}
+
+// FuzzEnvelope: decoding never panics, and whatever decodes re-encodes to
+// an envelope that decodes the same.
+func FuzzEnvelope(f *testing.F) {
+	f.Add((&envelope{Origin: "b1", Subject: "ord.a", Reply: "_INBOX.1", Header: []byte("NATS/1.0\r\n\r\n"), Data: []byte("x")}).marshal())
+	f.Add([]byte{envelopeVersion, 1, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := unmarshalEnvelope(b)
+		if err != nil {
+			return
+		}
+		again, err := unmarshalEnvelope(e.marshal())
+		if err != nil {
+			t.Fatalf("re-encoded envelope does not decode: %v", err)
+		}
+		if again.Origin != e.Origin || again.Subject != e.Subject || again.Reply != e.Reply || again.Show != e.Show ||
+			!bytes.Equal(again.Header, e.Header) || !bytes.Equal(again.Data, e.Data) || again.Hops != e.Hops {
+			t.Fatalf("re-encoding changed the envelope: %+v vs %+v", e, again)
+		}
+	})
+}

@@ -1,0 +1,116 @@
+package jetstream
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+
+	"github.com/stratamesh/strata/broker/jsapi"
+	"github.com/stratamesh/strata/broker/mledger"
+	"github.com/stratamesh/strata/broker/natsproto"
+)
+
+// publish stores a client's message in the topic (JetStream publish,
+// spec §2.4) and answers its reply subject with the PubAck once the
+// ledger add completed at the ack quorum, or with the error. When the
+// topic was lost meanwhile (fenced), nothing is answered: the client
+// times out and retries, and Nats-Msg-Id dedup makes the retry safe.
+func (t *topic) publish(m message) {
+	st := t.stream()
+	var o mledger.PublishOptions
+	if len(m.hdr) > 0 {
+		if v, ok := natsproto.HeaderGet(m.hdr, jsapi.HdrExpectedStream); ok && string(v) != st.stream {
+			t.s.respond(m.reply, pubAckError(st.stream, jsapi.ErrStreamNotMatch()))
+			return
+		}
+		if v, ok := natsproto.HeaderGet(m.hdr, jsapi.HdrMsgID); ok {
+			o.MsgID = string(v)
+		}
+		var bad bool
+		o.ExpectedLastSeq, bad = headerUint(m.hdr, jsapi.HdrExpectedLastSequence)
+		if !bad {
+			o.ExpectedLastSubjectSeq, bad = headerUint(m.hdr, jsapi.HdrExpectedLastSubjectSequence)
+		}
+		if bad {
+			t.s.respond(m.reply, pubAckError(st.stream, jsapi.ErrBadRequest()))
+			return
+		}
+		if v, ok := natsproto.HeaderGet(m.hdr, jsapi.HdrExpectedLastSubjectSeqSubject); ok {
+			o.ExpectedLastSubjectSeqSubject = string(v)
+		}
+		if v, ok := natsproto.HeaderGet(m.hdr, jsapi.HdrExpectedLastMsgID); ok {
+			id := string(v)
+			o.ExpectedLastMsgID = &id
+		}
+	}
+	reply, quoted := m.reply, t.quoted
+	t.ml.Publish(m.subject, m.hdr, m.data, o, func(r mledger.PubResult, err error) {
+		if reply == "" {
+			return
+		}
+		if err != nil {
+			if errors.Is(err, mledger.ErrNotOwner) || errors.Is(err, mledger.ErrClosed) {
+				return
+			}
+			t.s.respond(reply, pubAckError(st.stream, pubError(err)))
+			return
+		}
+		t.s.respond(reply, pubAckOK(quoted, r.Seq, r.Duplicate))
+	})
+}
+
+// headerUint reads an unsigned header; bad is set when present but not a
+// number.
+func headerUint(hdr []byte, key string) (v *uint64, bad bool) {
+	raw, ok := natsproto.HeaderGet(hdr, key)
+	if !ok {
+		return nil, false
+	}
+	n, err := strconv.ParseUint(string(raw), 10, 64)
+	if err != nil {
+		return nil, true
+	}
+	return &n, false
+}
+
+// pubAckOK is {"stream":<quoted>,"seq":N[,"duplicate":true]}.
+func pubAckOK(quoted []byte, seq uint64, dup bool) []byte {
+	b := make([]byte, 0, 32+len(quoted))
+	b = append(b, `{"stream":`...)
+	b = append(b, quoted...)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, seq, 10)
+	if dup {
+		b = append(b, `,"duplicate":true`...)
+	}
+	return append(b, '}')
+}
+
+// pubAckError is {"error":{…},"stream":"S","seq":0} (spec §2.4).
+func pubAckError(stream string, e *jsapi.APIError) []byte {
+	b, _ := json.Marshal(jsapi.PubAckResponse{Error: e, PubAck: &jsapi.PubAck{Stream: stream}})
+	return b
+}
+
+// pubError maps a managed ledger's publish error to its JetStream error.
+func pubError(err error) *jsapi.APIError {
+	var wls *mledger.WrongLastSeqError
+	var wid *mledger.WrongLastMsgIDError
+	switch {
+	case errors.As(err, &wls):
+		return jsapi.ErrStreamWrongLastSequence(wls.Actual)
+	case errors.As(err, &wid):
+		return jsapi.ErrStreamWrongLastMsgID(wid.Actual)
+	case errors.Is(err, mledger.ErrMsgTooBig):
+		return jsapi.ErrStreamMessageExceedsMaximum()
+	default:
+		return jsapi.ErrStreamStoreFailed(err)
+	}
+}
+
+// ack hands an ack to its consumer's runner (unknown consumers: ignored).
+func (t *topic) ack(m message, am jsapi.AckMeta) {
+	if r := t.runner(am.Consumer); r != nil {
+		r.ack(m.origin, am, m.data, m.reply)
+	}
+}

@@ -1,0 +1,60 @@
+package jetstream
+
+import (
+	"context"
+	"time"
+
+	"github.com/stratamesh/strata/broker/jsapi"
+)
+
+// retainInterval is how often an interest or workqueue topic trims what
+// every consumer has acknowledged.
+const retainInterval = time.Second
+
+// retainLoop applies interest and workqueue retention (JetStream's model,
+// ARCHITECTURE §3): messages every consumer acknowledged are dropped
+// (the managed ledger's first sequence rises; whole ledgers below it are
+// deleted). With interest retention and no consumer, nothing is kept.
+// Limits retention is the managed ledger's own business.
+func (t *topic) retainLoop() {
+	tick := time.NewTicker(retainInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.done:
+			return
+		case <-tick.C:
+		}
+		mode := t.stream().config.Retention
+		if mode != jsapi.RetentionInterest && mode != jsapi.RetentionWorkQueue {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(t.s.ctx, apiTimeout)
+		floor, ok := t.ackFloor(ctx)
+		if !ok && mode == jsapi.RetentionInterest {
+			floor = t.ml.State().LastSeq
+			ok = true
+		}
+		if ok && floor+1 > t.ml.State().FirstSeq {
+			if err := t.ml.TrimTo(ctx, floor+1); err != nil {
+				t.s.cfg.Logger.Warn("retention trim failed", "topic", t.name.String(), "err", err)
+			}
+		}
+		cancel()
+	}
+}
+
+// ackFloor is the lowest mark-delete position over the topic's consumers;
+// ok is false when it has none.
+func (t *topic) ackFloor(ctx context.Context) (floor uint64, ok bool) {
+	for _, r := range t.runners() {
+		var md uint64
+		if err := r.call(ctx, func(time.Time) { md = r.c.MarkDelete() }); err != nil {
+			return 0, false
+		}
+		if !ok || md < floor {
+			floor, ok = md, true
+		}
+	}
+	return floor, ok
+}

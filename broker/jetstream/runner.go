@@ -1,0 +1,320 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stratamesh/strata/broker/consumer"
+	"github.com/stratamesh/strata/broker/jsapi"
+	"github.com/stratamesh/strata/broker/natsproto"
+	"github.com/stratamesh/strata/internal/meta"
+)
+
+// runner drives one consumer's deterministic core on its own goroutine:
+// pulls, acks and API calls arrive as closures in its mailbox; new
+// messages in the managed ledger and the core's deadlines wake it; what
+// the core returns is put on the wire; the cursor is persisted in batches
+// (every CursorPersist, at once when an AckSync waits).
+type runner struct {
+	t       *topic
+	name    string
+	durable bool
+	c       *consumer.Consumer
+	cfg     jsapi.ConsumerConfig // as created or last updated (runner goroutine and API calls through call)
+
+	mu    sync.Mutex
+	queue []func(now time.Time)
+	kick  chan struct{}
+
+	stopOnce sync.Once
+	stopCh   chan stopRequest
+	done     chan struct{}
+
+	lastPersist time.Time
+	syncWaiting bool
+	lastActive  time.Time
+	deleteSelf  bool
+}
+
+// loadRetry is how soon a dispatch round that failed to read a message
+// (a bookie was unreachable) is tried again.
+const loadRetry = 50 * time.Millisecond
+
+type stopRequest struct {
+	graceful bool
+	desc     string
+}
+
+// replyKey packs the broker a requester is connected to with its inbox,
+// so the core's opaque reply strings say where deliveries go.
+func replyKey(origin, inbox string) string { return origin + "\x00" + inbox }
+
+func splitReply(r string) (origin, inbox string) {
+	if o, in, ok := strings.Cut(r, "\x00"); ok {
+		return o, in
+	}
+	return "", r
+}
+
+func (t *topic) startRunner(name string, cfg jsapi.ConsumerConfig, c *consumer.Consumer, durable bool) *runner {
+	r := &runner{
+		t: t, name: name, durable: durable, c: c, cfg: cfg,
+		kick: make(chan struct{}, 1), stopCh: make(chan stopRequest, 1), done: make(chan struct{}),
+		lastPersist: t.s.cfg.Now(), lastActive: t.s.cfg.Now(),
+	}
+	t.s.goRun(r.loop)
+	return r
+}
+
+// post queues f to run on the runner's goroutine; it never blocks.
+func (r *runner) post(f func(now time.Time)) {
+	r.mu.Lock()
+	r.queue = append(r.queue, f)
+	r.mu.Unlock()
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+var errRunnerStopped = errors.New("jetstream: consumer stopped")
+
+// call runs f on the runner's goroutine and waits for it.
+func (r *runner) call(ctx context.Context, f func(now time.Time)) error {
+	done := make(chan struct{})
+	r.post(func(now time.Time) { f(now); close(done) })
+	select {
+	case <-done:
+		return nil
+	case <-r.done:
+		select {
+		case <-done:
+			return nil
+		default:
+			return errRunnerStopped
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// stop ends the runner: waiting requests get 409 <desc>; graceful
+// persists the cursor first. It waits for the goroutine to end.
+func (r *runner) stop(graceful bool, desc string) {
+	r.stopOnce.Do(func() { r.stopCh <- stopRequest{graceful: graceful, desc: desc} })
+	<-r.done
+}
+
+func (r *runner) loop() {
+	defer close(r.done)
+	cfg := &r.t.s.cfg
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		notify := r.t.ml.Notify()
+		wait := time.Hour
+		now := cfg.Now()
+		if d := r.c.NextDeadline(); !d.IsZero() {
+			wait = d.Sub(now)
+		}
+		if _, _, dirty := r.c.Snapshot(); dirty {
+			wait = min(wait, r.lastPersist.Add(cfg.CursorPersist).Sub(now))
+		}
+		if r.c.LoadErr() != nil {
+			wait = min(wait, loadRetry) // a bookie read failed: try the round again soon
+		}
+		timer.Reset(max(wait, 0))
+		select {
+		case <-r.kick:
+		case <-notify:
+		case <-timer.C:
+		case req := <-r.stopCh:
+			now := cfg.Now()
+			r.runQueue(now)
+			if req.graceful {
+				r.persist(now, true)
+				r.persistExact(now)
+			}
+			r.emit(r.c.Stop(now, req.desc))
+			return
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		now = cfg.Now()
+		r.runQueue(now)
+		r.emit(r.c.Tick(now))
+		r.persist(now, false)
+		if r.deleteSelf {
+			return
+		}
+		if !r.durable && r.cfg.InactiveThreshold > 0 && now.Sub(latest(r.lastActive, r.c.LastActivity())) > r.cfg.InactiveThreshold {
+			r.t.removeRunner(r.name, r)
+			r.emit(r.c.Stop(now, jsapi.DescConsumerDeleted))
+			return
+		}
+	}
+}
+
+func (r *runner) runQueue(now time.Time) {
+	for {
+		r.mu.Lock()
+		q := r.queue
+		r.queue = nil
+		r.mu.Unlock()
+		if len(q) == 0 {
+			return
+		}
+		for _, f := range q {
+			f(now)
+		}
+	}
+}
+
+// persist writes the cursor when it changed and the batch interval passed
+// (or an AckSync waits, or force), then releases the AckSync replies the
+// write covered. A failed ownership condition drops the topic.
+func (r *runner) persist(now time.Time, force bool) {
+	st, gen, dirty := r.c.Snapshot()
+	if !dirty {
+		return
+	}
+	if !force && !r.syncWaiting && now.Sub(r.lastPersist) < r.t.s.cfg.CursorPersist {
+		return
+	}
+	if r.durable {
+		ctx, cancel := context.WithTimeout(r.t.s.ctx, 5*time.Second)
+		err := r.t.writeCursor(ctx, r.name, &st)
+		cancel()
+		if err != nil {
+			if errors.Is(err, meta.ErrConflict) {
+				go r.t.lost(err)
+			} else {
+				r.t.s.cfg.Logger.Warn("persisting a cursor failed; will retry", "consumer", r.name, "err", err)
+			}
+			r.lastPersist = now
+			return
+		}
+	}
+	r.lastPersist = now
+	r.syncWaiting = false
+	r.emit(r.c.Persisted(gen))
+}
+
+// pull queues a pull request (CONSUMER.MSG.NEXT or +NXT) from a client of
+// broker origin.
+func (r *runner) pull(origin, inbox string, body []byte) {
+	req, err := jsapi.ParsePullRequest(body)
+	if err != nil {
+		var bad *jsapi.BadPullRequestError
+		desc := jsapi.DescBadRequest("")
+		if errors.As(err, &bad) {
+			desc = jsapi.DescBadRequest(bad.Detail)
+		}
+		r.t.s.deliver(origin, inbox, inbox, "", natsproto.AppendStatusHeader(nil, jsapi.StatusBadRequest, desc), nil)
+		return
+	}
+	key := replyKey(origin, inbox)
+	r.post(func(now time.Time) {
+		r.lastActive = now
+		r.emit(r.c.Pull(now, key, req))
+	})
+}
+
+// ack applies an ack from a client of broker origin; reply is set for
+// AckSync (answered after persistence) and +NXT.
+func (r *runner) ack(origin string, am jsapi.AckMeta, body []byte, reply string) {
+	a := jsapi.ParseAck(body)
+	if a.Kind == jsapi.AckUnknown {
+		return
+	}
+	var key string
+	if reply != "" {
+		key = replyKey(origin, reply)
+	}
+	r.post(func(now time.Time) {
+		r.lastActive = now
+		if key != "" {
+			r.syncWaiting = true
+		}
+		r.emit(r.c.Ack(now, am.StreamSeq, am.ConsumerSeq, a, key))
+	})
+}
+
+// emit puts the core's outputs on the wire.
+func (r *runner) emit(outs []consumer.Out) {
+	s := r.t.s
+	for i := range outs {
+		o := &outs[i]
+		origin, inbox := splitReply(o.Reply)
+		switch o.Kind {
+		case consumer.Deliver:
+			ack := jsapi.FormatAckSubject(o.Ack)
+			s.deliver(origin, inbox, o.Msg.Subject, ack, o.Msg.Header, o.Msg.Data)
+		case consumer.Status:
+			var kv []string
+			switch o.Status {
+			case jsapi.StatusIdleHeartbeat:
+				kv = []string{jsapi.HdrLastConsumer, strconv.FormatUint(o.LastConsumer, 10),
+					jsapi.HdrLastStream, strconv.FormatUint(o.LastStream, 10)}
+			case jsapi.StatusTimeout, jsapi.StatusConflict:
+				kv = []string{jsapi.HdrPendingMessages, strconv.Itoa(o.PendingMsgs),
+					jsapi.HdrPendingBytes, strconv.Itoa(o.PendingBytes)}
+			}
+			s.deliver(origin, inbox, inbox, "", natsproto.AppendStatusHeader(nil, o.Status, o.Description, kv...), nil)
+		case consumer.AckReply:
+			s.respond(inbox, nil)
+		case consumer.Advisory:
+			st := r.t.stream()
+			body, _ := json.Marshal(map[string]any{
+				"type": "io.nats.jetstream.advisory.v1.max_deliver", "stream": st.stream,
+				"consumer": r.name, "stream_seq": o.Seq, "timestamp": s.cfg.Now().UTC(),
+			})
+			s.srv.PublishInternal([]byte("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."+st.stream+"."+r.name), nil, nil, body)
+		}
+	}
+}
+
+func (t *topic) removeRunner(name string, r *runner) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.consumers[name] == r {
+		delete(t.consumers, name)
+	}
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// persistExact writes the cursor one last time on a graceful stop with
+// its delivery counter exact rather than a reserved block ahead (nothing
+// is delivered after it), so the next owner continues dseq without a
+// jump, as a restarted reference server does.
+func (r *runner) persistExact(now time.Time) {
+	if !r.durable {
+		return
+	}
+	st, _, _ := r.c.Snapshot()
+	ci := r.c.Info(now)
+	if ci.Delivered.Consumer >= st.DSeqReserved {
+		return
+	}
+	st.DSeqReserved = ci.Delivered.Consumer
+	ctx, cancel := context.WithTimeout(r.t.s.ctx, 5*time.Second)
+	defer cancel()
+	if err := r.t.writeCursor(ctx, r.name, &st); err != nil {
+		r.t.s.cfg.Logger.Warn("persisting a cursor at close failed", "consumer", r.name, "err", err)
+	}
+}

@@ -1,0 +1,265 @@
+package jetstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stratamesh/strata/broker"
+	"github.com/stratamesh/strata/broker/mledger"
+	"github.com/stratamesh/strata/internal/meta"
+)
+
+// Service is one broker's JetStream layer. Create it with New, hand it to
+// broker.Config.Hook, then Start it with the running broker.
+type Service struct {
+	cfg    Config
+	srv    *broker.Server
+	reg    *registry
+	owners *ownerCache
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	leaseMu sync.Mutex
+	lease   *meta.Lease
+	leaseOK chan struct{} // closed while lease is valid; replaced when it is lost
+
+	mu        sync.Mutex
+	topics    map[mledger.Name]*topic // topics this broker serves as owner
+	campaigns map[mledger.Name]context.CancelFunc
+	parked    map[mledger.Name]*parking
+	closing   bool
+
+	apiSem              chan struct{}
+	apiTotal, apiErrors atomic.Uint64
+	unsubs              []func()
+	started             atomic.Bool
+}
+
+// New returns a Service for cfg; it does nothing until Start. Errors:
+// missing or inconsistent configuration.
+func New(cfg Config) (*Service, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Service{
+		cfg: cfg, reg: newRegistry(), owners: newOwnerCache(),
+		ctx: ctx, cancel: cancel,
+		topics:    map[mledger.Name]*topic{},
+		campaigns: map[mledger.Name]context.CancelFunc{},
+		parked:    map[mledger.Name]*parking{},
+		apiSem:    make(chan struct{}, DefaultAPIConcurrency),
+		leaseOK:   make(chan struct{}),
+	}, nil
+}
+
+// Start attaches the service to its running broker: it takes the
+// broker's ownership lease, subscribes the internal subjects, loads and
+// watches the topic registry and the ownership elections, and campaigns
+// for every topic. Errors: etcd unreachable within ctx.
+func (s *Service) Start(ctx context.Context, srv *broker.Server) error {
+	s.srv = srv
+	if err := s.renewLease(ctx); err != nil {
+		return err
+	}
+	for _, sub := range []struct {
+		subj string
+		fn   broker.InternalHandler
+	}{
+		{fwdPrefix + s.cfg.Name, s.onForward},
+		{dlvPrefix + s.cfg.Name, s.onDelivery},
+	} {
+		unsub, err := srv.SubscribeInternal(sub.subj, sub.fn)
+		if err != nil {
+			return fmt.Errorf("jetstream: subscribe %s: %w", sub.subj, err)
+		}
+		s.unsubs = append(s.unsubs, unsub)
+	}
+	ownRev, err := s.owners.load(ctx, s.cfg.Store)
+	if err != nil {
+		return fmt.Errorf("jetstream: load topic owners: %w", err)
+	}
+	topicRev, err := s.loadRegistry(ctx)
+	if err != nil {
+		return fmt.Errorf("jetstream: load topics: %w", err)
+	}
+	s.started.Store(true)
+	s.goRun(func() { s.owners.watch(s.ctx, s.cfg.Store, ownRev+1, s.cfg.Logger) })
+	s.goRun(func() { s.watchRegistry(topicRev + 1) })
+	s.goRun(s.keepLease)
+	for _, n := range s.reg.all() {
+		s.startCampaign(n)
+	}
+	return nil
+}
+
+// Close stops serving: owned topics are closed gracefully (pending adds
+// confirmed, open ledgers closed, cursors persisted) within ctx, the
+// ownership lease is revoked so other brokers take over at once, and every
+// goroutine is waited for.
+func (s *Service) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	topics := make([]*topic, 0, len(s.topics))
+	for _, t := range s.topics {
+		topics = append(topics, t)
+	}
+	s.mu.Unlock()
+	for _, u := range s.unsubs {
+		u()
+	}
+	var errs []error
+	for _, t := range topics {
+		if err := t.shutdown(ctx, true); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.cancel()
+	s.leaseMu.Lock()
+	lease := s.lease
+	s.leaseMu.Unlock()
+	if lease != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = lease.Revoke(rctx)
+		cancel()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("jetstream: close: %w", ctx.Err()))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Service) goRun(f func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+}
+
+// ClientPublish implements broker.PublishHook: $JS.API and $JS.ACK
+// subjects are consumed here; a publish on a subject a stream captures is
+// stored (and still routed to core subscribers); anything else is core
+// NATS. It never blocks on I/O.
+func (s *Service) ClientPublish(ci broker.ClientInfo, subject, reply, hdr, payload []byte) broker.HookResult {
+	if !s.started.Load() || len(subject) == 0 {
+		return broker.HookRoute
+	}
+	if subject[0] == '$' {
+		if !bytes.HasPrefix(subject, []byte("$JS.")) {
+			return broker.HookRoute
+		}
+		if bytes.HasPrefix(subject, []byte("$JS.ACK.")) || isAPISubject(subject) {
+			s.dispatch(message{origin: s.cfg.Name, subject: string(subject), reply: string(reply),
+				hdr: bytes.Clone(hdr), data: bytes.Clone(payload)})
+			return broker.HookConsumed
+		}
+		return broker.HookRoute
+	}
+	if subject[0] == '_' {
+		return broker.HookRoute // _INBOX and friends: never stored
+	}
+	st := s.reg.captures(subject)
+	if st == nil {
+		var res broker.HookResult
+		if st, res = s.uncaptured(subject, reply); st == nil {
+			return res
+		}
+	}
+	s.dispatch(message{origin: s.cfg.Name, subject: string(subject), reply: string(reply),
+		hdr: bytes.Clone(hdr), data: bytes.Clone(payload), stream: st})
+	return broker.HookStored
+}
+
+// isAPISubject reports whether subject is "$JS.API.…" or
+// "$JS.<domain>.API.…".
+func isAPISubject(subject []byte) bool {
+	if bytes.HasPrefix(subject, []byte("$JS.API.")) {
+		return true
+	}
+	rest := subject[len("$JS."):]
+	i := bytes.IndexByte(rest, '.')
+	return i > 0 && bytes.HasPrefix(rest[i:], []byte(".API."))
+}
+
+// message is a client message on its way to the owner of its topic.
+type message struct {
+	origin  string // broker the client is connected to
+	hops    uint8
+	subject string
+	reply   string
+	hdr     []byte
+	data    []byte
+	stream  *stream // for publishes: the capturing stream, when known
+}
+
+// onForward receives a client message another broker forwarded to this
+// one as the owner of its topic.
+func (s *Service) onForward(_, _, _, payload []byte) {
+	e, err := unmarshalEnvelope(payload)
+	if err != nil {
+		s.cfg.Logger.Warn("dropping a malformed forwarded message", "err", err)
+		return
+	}
+	m := message{origin: e.Origin, hops: e.Hops, subject: e.Subject, reply: e.Reply, hdr: e.Header, data: e.Data}
+	if !strings.HasPrefix(m.subject, "$JS.") {
+		if m.stream = s.reg.captures([]byte(m.subject)); m.stream == nil {
+			return // the stream went away on the way
+		}
+	}
+	s.dispatch(m)
+}
+
+// onDelivery receives a pull-consumer delivery for a client of this
+// broker and hands it to the client's inbox subscription.
+func (s *Service) onDelivery(_, _, _, payload []byte) {
+	e, err := unmarshalEnvelope(payload)
+	if err != nil {
+		s.cfg.Logger.Warn("dropping a malformed delivery", "err", err)
+		return
+	}
+	show := e.Show
+	if show == "" {
+		show = e.Subject
+	}
+	s.srv.DeliverLocal([]byte(e.Subject), []byte(show), []byte(e.Reply), e.Header, e.Data)
+}
+
+// forward sends m to broker owner over the internal link.
+func (s *Service) forward(owner string, m message) {
+	e := envelope{Hops: m.hops + 1, Origin: m.origin, Subject: m.subject, Reply: m.reply, Header: m.hdr, Data: m.data}
+	s.srv.PublishInternal([]byte(fwdPrefix+owner), nil, nil, e.marshal())
+}
+
+// deliver sends a consumer's delivery or status to the requester's inbox:
+// locally when the requester is connected here, else to its broker.
+func (s *Service) deliver(origin, inbox, show, reply string, hdr, data []byte) {
+	if origin == "" || origin == s.cfg.Name {
+		s.srv.DeliverLocal([]byte(inbox), []byte(show), []byte(reply), hdr, data)
+		return
+	}
+	e := envelope{Origin: s.cfg.Name, Subject: inbox, Reply: reply, Show: show, Header: hdr, Data: data}
+	s.srv.PublishInternal([]byte(dlvPrefix+origin), nil, nil, e.marshal())
+}
+
+// respond publishes an API reply or PubAck to a client's reply subject
+// (routed to whichever broker the client is on).
+func (s *Service) respond(reply string, body []byte) {
+	if reply == "" {
+		return
+	}
+	s.srv.PublishInternal([]byte(reply), nil, nil, body)
+}

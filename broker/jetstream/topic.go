@@ -1,0 +1,199 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stratamesh/strata/broker/consumer"
+	"github.com/stratamesh/strata/broker/mledger"
+	"github.com/stratamesh/strata/internal/meta"
+)
+
+var errLeadershipLost = errors.New("jetstream: topic ownership lost")
+
+// topic is a topic this broker owns: its managed ledger and its
+// consumers' drivers.
+type topic struct {
+	s    *Service
+	name mledger.Name
+	lead *meta.Leadership
+	ml   *mledger.ML
+
+	ready   atomic.Bool
+	deleted atomic.Bool
+
+	mu        sync.Mutex
+	st        *stream // the stream as last configured
+	quoted    []byte  // the stream name as a JSON string, for PubAcks
+	consumers map[string]*runner
+
+	stopOnce sync.Once
+	done     chan struct{}
+}
+
+func (t *topic) isReady() bool { return t != nil && t.ready.Load() }
+
+func (t *topic) stream() *stream {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.st
+}
+
+// openTopic serves topic n after this broker won its election: the
+// managed ledger's takeover (fencing the previous owner's ledger), then
+// the consumers from their persisted cursors.
+func (s *Service) openTopic(ctx context.Context, n mledger.Name, lead *meta.Leadership) (*topic, error) {
+	st := s.reg.topic(n)
+	if st == nil {
+		tm, _, err := mledger.Load(ctx, s.cfg.Store, n)
+		if err != nil {
+			return nil, fmt.Errorf("topic %s: %w", n, err)
+		}
+		st = decodeStream(n, tm)
+		s.reg.put(st)
+	}
+	t := &topic{s: s, name: n, lead: lead, st: st, consumers: map[string]*runner{}, done: make(chan struct{})}
+	t.quoted, _ = json.Marshal(st.stream)
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return nil, errors.New("jetstream: broker closing")
+	}
+	s.topics[n] = t
+	s.mu.Unlock()
+	fail := func(err error) (*topic, error) {
+		s.mu.Lock()
+		if s.topics[n] == t {
+			delete(s.topics, n)
+		}
+		s.mu.Unlock()
+		close(t.done)
+		return nil, err
+	}
+	ml, err := mledger.Open(ctx, mledger.Config{
+		Store: s.cfg.Store, Ledgers: s.cfg.Ledgers,
+		Ensemble: s.cfg.Ensemble, WriteQuorum: s.cfg.WriteQuorum, AckQuorum: s.cfg.AckQuorum,
+		Cond: lead.Cond(), Limits: s.cfg.limits(&st.config), Now: s.cfg.Now,
+		OnLost: func(err error) { go t.lost(err) },
+		Logger: s.cfg.Logger.With("topic", n.String()),
+	}, n)
+	if err != nil {
+		return fail(fmt.Errorf("open managed ledger %s: %w", n, err))
+	}
+	t.ml = ml
+	states, err := loadCursors(ctx, s.cfg.Store, n)
+	if err != nil {
+		ml.Drop()
+		return fail(fmt.Errorf("load cursors of %s: %w", n, err))
+	}
+	src := &mlSource{ml: ml, ctx: s.ctx}
+	for name, cs := range states {
+		cs := cs
+		c, err := consumer.New(cs.Config, &cs, s.cfg.Now(), src, consumer.StreamName(st.stream))
+		if err != nil {
+			s.cfg.Logger.Warn("dropping an unreadable cursor", "topic", n.String(), "consumer", name, "err", err)
+			continue
+		}
+		t.consumers[name] = t.startRunner(name, cs.Config, c, true)
+	}
+	t.ready.Store(true)
+	s.goRun(t.retainLoop)
+	s.goRun(func() {
+		select {
+		case <-ml.Done():
+			t.lost(errLeadershipLost)
+		case <-t.done:
+		}
+	})
+	s.cfg.Logger.Info("serving topic as its owner", "topic", n.String(), "stream", st.stream, "consumers", len(states))
+	return t, nil
+}
+
+// lost stops serving the topic at once: ownership went to another broker
+// (a fenced add, a failed etcd condition, or the lease expired). Nothing
+// more is written or acknowledged; waiting pulls get 409 Leadership Change.
+func (t *topic) lost(err error) {
+	t.stopOnce.Do(func() {
+		t.ready.Store(false)
+		t.s.cfg.Logger.Warn("dropping topic: ownership lost", "topic", t.name.String(), "err", err)
+		for _, r := range t.runners() {
+			r.stop(false, "Leadership Change")
+		}
+		if t.ml != nil {
+			t.ml.Drop()
+		}
+		close(t.done)
+	})
+}
+
+// shutdown stops serving the topic; graceful closes the open ledger and
+// persists the cursors first (a clean handover), else the next owner
+// recovers.
+func (t *topic) shutdown(ctx context.Context, graceful bool) error {
+	var err error
+	t.stopOnce.Do(func() {
+		t.ready.Store(false)
+		for _, r := range t.runners() {
+			r.stop(graceful, "Leadership Change")
+		}
+		if t.ml != nil {
+			if graceful {
+				err = t.ml.Close(ctx)
+			} else {
+				t.ml.Drop()
+			}
+		}
+		close(t.done)
+	})
+	return err
+}
+
+func (t *topic) runners() []*runner {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]*runner, 0, len(t.consumers))
+	for _, r := range t.consumers {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+func (t *topic) runner(name string) *runner {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.consumers[name]
+}
+
+// mlSource is the managed ledger as a consumer core reads it.
+type mlSource struct {
+	ml  *mledger.ML
+	ctx context.Context
+}
+
+func (m *mlSource) FirstSeq() uint64 { return m.ml.State().FirstSeq }
+func (m *mlSource) LastSeq() uint64  { return m.ml.State().LastSeq }
+
+func (m *mlSource) Load(seq uint64) (consumer.Msg, error) {
+	msg, err := m.ml.Read(m.ctx, seq)
+	if err != nil {
+		if errors.Is(err, mledger.ErrGone) {
+			return consumer.Msg{}, consumer.ErrGone
+		}
+		return consumer.Msg{}, err
+	}
+	return consumer.Msg{Seq: msg.Seq, Subject: msg.Subject, Header: msg.Header, Data: msg.Data, Time: msg.Time}, nil
+}
+
+func (m *mlSource) SeqAtTime(t time.Time) (uint64, error) { return m.ml.SeqAtTime(m.ctx, t) }
+
+func (m *mlSource) LastForSubject(subject string) uint64 {
+	seq, _ := m.ml.LastForSubject(subject)
+	return seq
+}

@@ -1,0 +1,159 @@
+package mledger
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/stratamesh/strata/bookie/ledger"
+	"github.com/stratamesh/strata/internal/meta"
+)
+
+// Defaults of Limits and Config.
+const (
+	DefaultDuplicateWindow     = 2 * time.Minute
+	DefaultCacheBytes          = 32 << 20
+	DefaultEnsemble            = 3
+	DefaultWriteQuorum         = 2
+	DefaultAckQuorum           = 2
+	DefaultMaintenanceInterval = time.Second
+	// DefaultMaxSnapshotDedup bounds the Nats-Msg-Ids a snapshot keeps.
+	DefaultMaxSnapshotDedup = 10000
+)
+
+// Limits are a topic's retention and rollover limits: the JetStream
+// StreamConfig's limits (nats-wire §2.3) plus the ledger rollover policy.
+type Limits struct {
+	// MaxMsgs, MaxBytes: at most this many messages / bytes of messages
+	// (each message counted as its encoded entry size, EncodedSize) are
+	// kept; older ones are trimmed, or, with DiscardNew, new ones refused.
+	// <= 0: unlimited (JetStream max_msgs/max_bytes -1).
+	MaxMsgs, MaxBytes int64
+	// MaxAge: messages older than this are trimmed (JetStream max_age).
+	// 0: forever.
+	MaxAge time.Duration
+	// MaxMsgSize: a message whose header+data is bigger is refused with
+	// ErrMsgTooBig (JetStream max_msg_size). <= 0: unlimited (still bound
+	// by Config.MaxEntrySize).
+	MaxMsgSize int32
+	// DiscardNew: at MaxMsgs/MaxBytes refuse new messages (ErrStoreFull)
+	// instead of trimming the oldest (JetStream discard "new").
+	DiscardNew bool
+	// DuplicateWindow: how long a Nats-Msg-Id is remembered. 0: 2 min.
+	DuplicateWindow time.Duration
+	// RolloverEntries, RolloverBytes, RolloverAge: close the open ledger
+	// and open the next one when it has this many entries, this many
+	// bytes, or is this old (and holds at least one entry). 0: that
+	// limit is off. The open ledger also rolls over at Config.CacheBytes/2
+	// bytes, whatever RolloverBytes says (its entries stay cached until
+	// it is closed; see the package doc).
+	RolloverEntries, RolloverBytes int64
+	RolloverAge                    time.Duration
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.DuplicateWindow <= 0 {
+		l.DuplicateWindow = DefaultDuplicateWindow
+	}
+	return l
+}
+
+// Config configures an ML (Open).
+type Config struct {
+	// Store is the region's metadata (required). Not closed by the ML.
+	Store *meta.Store
+	// Ledgers is the region's ledger client (required). Not closed by
+	// the ML.
+	Ledgers *ledger.Client
+	// Ensemble, WriteQuorum, AckQuorum of the ledgers the ML creates
+	// (E ≥ Qw ≥ Qa ≥ 1). 0: 3, 2, 2. Needs at least E writable bookies.
+	Ensemble, WriteQuorum, AckQuorum int
+	// Cond is the ownership condition every metadata write is made on
+	// (e.g. Leadership.Cond()); a failed condition means ownership was
+	// lost (ErrNotOwner). Required (Key not empty).
+	Cond meta.Cond
+	// Limits are the topic's retention and rollover limits.
+	Limits Limits
+	// CacheBytes bounds the memory held by recent confirmed messages
+	// kept for reads, in bytes (encoded size plus ~64 bytes overhead
+	// each); the open ledger's messages are always kept (see
+	// Limits.RolloverBytes). A quarter more is used for read-ahead of
+	// older messages. Default 32 MiB.
+	CacheBytes int
+	// MaxEntrySize is the largest encoded entry Publish accepts (larger:
+	// ErrMsgTooBig). It must not exceed the ledger client's MaxEntrySize.
+	// Default ledger.DefaultMaxEntrySize.
+	MaxEntrySize int
+	// MaintenanceInterval is how often the ML checks RolloverAge and
+	// MaxAge and persists lazy changes (trims) to etcd. Default 1 s.
+	// Shorter: trims reach etcd sooner, more etcd writes.
+	MaintenanceInterval time.Duration
+	// MaxSnapshotDedup bounds the Nats-Msg-Ids written in a snapshot (the
+	// most recent ones): ids beyond it are forgotten by the next owner.
+	// Default 10000 (about 0.5 MiB of etcd value with 40-byte ids).
+	MaxSnapshotDedup int
+	// Now is the clock for publish times, ages and the dedup window.
+	// Default time.Now.
+	Now func() time.Time
+	// OnLost is called once when the ML stops by itself: ownership lost
+	// (the error wraps ErrNotOwner) or its ledger writer failed. It runs
+	// on the ML's goroutine after Done is closed and every pending done
+	// has been called; it may call the ML's methods. Nil: nothing.
+	OnLost func(error)
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the documented defaults; Store, Ledgers and Cond
+// must still be set.
+func DefaultConfig() Config { return Config{}.withDefaults() }
+
+func (c Config) withDefaults() Config {
+	if c.Ensemble == 0 && c.WriteQuorum == 0 && c.AckQuorum == 0 {
+		c.Ensemble, c.WriteQuorum, c.AckQuorum = DefaultEnsemble, DefaultWriteQuorum, DefaultAckQuorum
+	}
+	if c.CacheBytes <= 0 {
+		c.CacheBytes = DefaultCacheBytes
+	}
+	if c.MaxEntrySize <= 0 {
+		c.MaxEntrySize = ledger.DefaultMaxEntrySize
+	}
+	if c.MaintenanceInterval <= 0 {
+		c.MaintenanceInterval = DefaultMaintenanceInterval
+	}
+	if c.MaxSnapshotDedup <= 0 {
+		c.MaxSnapshotDedup = DefaultMaxSnapshotDedup
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.OnLost == nil {
+		c.OnLost = func(error) {}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	c.Limits = c.Limits.withDefaults()
+	return c
+}
+
+// Validate reports every problem with c (after defaults are applied).
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	if c.Store == nil {
+		errs = append(errs, errors.New("mledger: Config.Store is required"))
+	}
+	if c.Ledgers == nil {
+		errs = append(errs, errors.New("mledger: Config.Ledgers is required"))
+	}
+	if c.Cond.Key == "" {
+		errs = append(errs, errors.New("mledger: Config.Cond.Key is required (the ownership condition)"))
+	}
+	if !(c.Ensemble >= c.WriteQuorum && c.WriteQuorum >= c.AckQuorum && c.AckQuorum >= 1) {
+		errs = append(errs, fmt.Errorf("mledger: need E ≥ Qw ≥ Qa ≥ 1, have E=%d Qw=%d Qa=%d", c.Ensemble, c.WriteQuorum, c.AckQuorum))
+	}
+	return errors.Join(errs...)
+}

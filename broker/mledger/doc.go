@@ -1,0 +1,134 @@
+// Package mledger is Strata's managed ledger (ARCHITECTURE §3): one
+// topic as an ordered list of closed ledgers plus one open ledger,
+// recorded in etcd, with a per-topic, 1-based, gap-free sequence (the
+// JetStream stream sequence, nats-wire §4 "Sequences").
+//
+// # What it owns
+//
+//   - The topic's record at Name.Key() = "topics/<tenant>/<namespace>/<topic>"
+//     under the region's Store prefix (TopicMeta, JSON, snake_case): the
+//     caller's opaque Spec, FirstSeq, the ledger list (each ledger's first
+//     sequence, entries, bytes, first and last publish times, state), the
+//     Snapshot, and the Trash of ledgers awaiting deletion.
+//   - The entry format (entry.go): one ledger entry holds exactly one
+//     message: a version byte (1), a flags byte (reserved for the origin
+//     fields geo-replication will add), the sequence, the publish time, the
+//     subject, the raw NATS header block and the data. Sequence → (ledger,
+//     entry) is a binary search of the list by first sequence, then entry
+//     id = seq − ledger.FirstSeq.
+//   - Publish checks and state (JetStream semantics, nats-wire §2.4):
+//     Nats-Msg-Id dedup within the duplicate window, the expected-last
+//     checks, the per-subject index (last sequence and count per exact
+//     subject), DiscardNew limits, and retention (MaxMsgs, MaxBytes, MaxAge;
+//     TrimTo for interest and work-queue retention; Purge).
+//   - A cache of recent confirmed messages (Config.CacheBytes) and a
+//     read-ahead cache for older ones; readers of closed ledgers.
+//
+// The logic is a plain state machine (core.go, trim.go, retention.go,
+// restore.go, dedup.go, subjects.go) that does no I/O and reads no clock;
+// the ML drives it and does the ledger and etcd I/O.
+//
+// # What it must not do
+//
+// Speak NATS or JetStream JSON (the caller parses headers into
+// PublishOptions and maps errors to err_codes), decide ownership (it is
+// given an ownership condition and obeys it), or hold state that cannot be
+// rebuilt from the bookies and etcd.
+//
+// # Ownership and writes
+//
+// Every etcd write an ML makes is one Txn conditioned on Config.Cond (the
+// caller's ownership key) and on the topic key's revision as this owner
+// last wrote it. The ML stops at once — every pending and later Publish
+// fails with ErrNotOwner, OnLost is called once, nothing is written again
+// — when such a condition fails (another owner took over) or when an add
+// fails because another owner fenced the ledger (ledger.ErrFenced; also
+// ErrRecovering, ErrLedgerClosed, ErrMetadataConflict). Any other writer
+// error (e.g. ledger.ErrNotEnoughBookies after ensemble changes failed)
+// stops it too: the entries after a failed one cannot be acknowledged
+// without a gap, so the next owner (possibly this process, reopening)
+// recovers the ledger and decides what was stored; OnLost gets that error.
+//
+// Takeover (Open) recovers the open ledger (OpenForTakeover fences the
+// old writer), records it closed with its real entry count, rebuilds the
+// state from the snapshot plus the entries after Snapshot.LastSeq, creates
+// a new ledger and writes the list. The snapshot is written with every
+// change of the list (Open, each rollover, Purge, Close) and with lazy
+// writes, so a takeover replays at most the last ledger.
+//
+// # Acknowledgement and rollover
+//
+// A publish is acknowledged (done called) once its entry is confirmed at
+// the ack quorum, every earlier publish is answered, and a next owner is
+// sure to find its ledger: one in the list, or the spare. The next ledger
+// is created ahead (the spare, recorded as TopicMeta.Spare), and Publish
+// switches to it the moment the open ledger reaches a rollover limit, so
+// ledgers hold exactly RolloverEntries entries unless publishes outrun the
+// previous rollover. The loop then closes the old ledger and records both,
+// with a snapshot and the next spare, in one conditioned Txn, while
+// acknowledgements go on. A next owner appends the spare to the list when
+// its entry 0 holds the sequence that follows the list's last ledger (the
+// old owner had switched to it), and deletes it otherwise; a ledger after
+// one that recovered short is deleted with every later one (none of their
+// entries can have been acknowledged, as answers go out in order). When
+// no recorded spare is ready, or for a purge, the loop switches to an
+// unrecorded ledger whose entries are acknowledged only after the Txn. A
+// crash between creating a ledger and recording it leaves that ledger
+// unlisted, with none of its entries acknowledged; its custom property
+// CustomTopic names the topic for a region-level cleanup.
+//
+// The open ledger's confirmed messages stay in the cache until it is
+// closed (a ledger reader of an OPEN ledger lags its writer), so the open
+// ledger rolls over at Config.CacheBytes/2 bytes at the latest.
+//
+// # What is approximate
+//
+//   - Bytes (State.Bytes, MaxBytes, DiscardNew MaxBytes): each message
+//     counts its encoded entry size. After a trim that leaves a ledger partly
+//     live, its trimmed part is counted exactly for cached messages and at
+//     the ledger's average size for the others; the count is exact again
+//     once the whole ledger is below FirstSeq.
+//   - MaxAge: a ledger goes when its last message is older than MaxAge;
+//     within a ledger only cached messages are expired one by one, so an
+//     uncached message may outlive MaxAge until its ledger's last message
+//     expires (RolloverAge bounds that).
+//   - Subject counts (LastForSubject, Subjects, NumSubjects) include
+//     trimmed messages until the ML has subtracted them: at once for cached
+//     messages and whole ledgers written in this ownership, otherwise after
+//     reading the trimmed messages back (in the background, before their
+//     ledger is deleted). A subject's last sequence is exact; a subject
+//     whose last message is trimmed reports nothing.
+//   - FirstSeq changes by retention and TrimTo are written to etcd lazily
+//     (with the next write, at most every Config.MaintenanceInterval): a
+//     takeover may re-expose messages trimmed in the last interval.
+//   - The snapshot keeps at most Config.MaxSnapshotDedup msg ids (the
+//     newest); older ids within the window are forgotten by the next owner.
+//     The snapshot, subjects included, must fit in one etcd value (1.5 MiB
+//     by default): topics with very many subjects need the snapshot in a
+//     ledger (not done yet).
+//   - The next owner learns msg ids written after the snapshot from the
+//     Nats-Msg-Id header stored with each message: PublishOptions.MsgID must
+//     be that header's value.
+//
+// # Concurrency
+//
+// An ML is safe for concurrent use. It owns two goroutines: the completer,
+// the only caller of Publish's done callbacks (in call order; a slow done
+// delays later answers, never the writer), and the loop, which runs
+// rollovers, retention, ledger deletion, lazy metadata writes and the
+// requests of Close, Purge, SetLimits and DeleteTopic one at a time (so
+// metadata writes never race). Both end when the ML stops (Close, Drop,
+// DeleteTopic or a loss); Done is closed after every pending publish was
+// answered; OnLost then runs on the loop goroutine and may call the ML's
+// methods. Publish, Read, State and the other accessors take one mutex for
+// short sections; Publish holds an append lock across the ledger append so
+// that entry order is sequence order (AppendAsync's back-pressure blocks
+// there). The ML never closes Config.Store or Config.Ledgers.
+//
+// # The caller's duties
+//
+// Create the topic (Create) before the first Open; hold ownership (e.g. a
+// meta.Leadership) and pass its Cond; Open at most one ML per topic per
+// ownership; on OnLost or ErrNotOwner stop using the ML (Drop it) and
+// forward to the new owner; Close (graceful hand-over) or Drop each ML.
+package mledger

@@ -1,0 +1,150 @@
+package mledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stratamesh/strata/internal/meta"
+)
+
+// Ledger states in LedgerInfo.State.
+const (
+	LedgerOpen   = "open"
+	LedgerClosed = "closed"
+)
+
+// TopicMeta is a topic's record in etcd at Name.Key() (JSON, snake_case).
+type TopicMeta struct {
+	// Spec is opaque to the ML: the caller's topic configuration (the
+	// JetStream StreamConfig as JSON). Must be valid JSON when set.
+	Spec json.RawMessage `json:"spec,omitempty"`
+	// Created is when the topic was created.
+	Created time.Time `json:"created"`
+	// FirstSeq is the logical first sequence: messages below it were
+	// purged, trimmed or expired. Persisted lazily (package doc).
+	FirstSeq uint64 `json:"first_seq"`
+	// Ledgers, by increasing FirstSeq and id: closed ledgers, then at most
+	// one open ledger (the owner's writer). Contiguous: each ledger's
+	// FirstSeq is the previous one's FirstSeq + Entries.
+	Ledgers []LedgerInfo `json:"ledgers"`
+	// Snapshot is the owner's state as of Snapshot.LastSeq, written with
+	// every change of Ledgers; nil before the first Open.
+	Snapshot *Snapshot `json:"snapshot,omitempty"`
+	// Trash are ledgers removed from Ledgers whose ledger metadata may
+	// not have been deleted yet; the owner (and the next one) deletes
+	// them.
+	Trash []int64 `json:"trash,omitempty"`
+	// Spare is a ledger the owner created ahead for its next rollover (0:
+	// none). It is not in Ledgers: none of its entries was acknowledged,
+	// and the next owner deletes it.
+	Spare int64 `json:"spare,omitempty"`
+}
+
+// LedgerInfo is one ledger of a topic.
+type LedgerInfo struct {
+	// ID is the ledger id (bookie/ledger).
+	ID int64 `json:"id"`
+	// FirstSeq is the sequence of its entry 0: entry e holds FirstSeq+e.
+	FirstSeq uint64 `json:"first_seq"`
+	// Entries is its number of entries once closed; -1 while open.
+	Entries int64 `json:"entries"`
+	// Bytes is the sum of its entries' sizes once closed (0 while open).
+	Bytes int64 `json:"bytes"`
+	// FirstTime, LastTime are the publish times of its first and last
+	// messages once closed (zero while open or empty).
+	FirstTime time.Time `json:"first_time"`
+	LastTime  time.Time `json:"last_time"`
+	// State is LedgerOpen or LedgerClosed.
+	State string `json:"state"`
+}
+
+// end is the last sequence a closed ledger holds (FirstSeq-1 if empty).
+func (l LedgerInfo) end() uint64 { return l.FirstSeq + uint64(max(l.Entries, 0)) - 1 }
+
+// Snapshot is what a new owner needs beyond the ledger list to go on
+// exactly where the last one stopped: it rebuilds its state from this
+// plus the entries after LastSeq.
+type Snapshot struct {
+	// LastSeq, LastTime: the last confirmed message when written.
+	LastSeq  uint64    `json:"last_seq"`
+	LastTime time.Time `json:"last_time"`
+	// LastMsgID is that message's Nats-Msg-Id ("" if none), for
+	// Nats-Expected-Last-Msg-Id.
+	LastMsgID string `json:"last_msg_id,omitempty"`
+	// Bytes, Msgs of live data (Bytes approximate; package doc).
+	Bytes uint64 `json:"bytes"`
+	Msgs  uint64 `json:"msgs"`
+	// Subjects: per exact subject, its last sequence and message count.
+	// The counts include every message from SubjectsFrom (≤ FirstSeq: the
+	// trimmed messages in between are still to be subtracted).
+	Subjects     map[string]SubjectState `json:"subjects,omitempty"`
+	SubjectsFrom uint64                  `json:"subjects_from,omitempty"`
+	// Dedup: the Nats-Msg-Ids still within the duplicate window, oldest
+	// first (at most Config.MaxSnapshotDedup, the most recent).
+	Dedup []DedupEntry `json:"dedup,omitempty"`
+}
+
+// SubjectState is one subject's entry in the subject index.
+type SubjectState struct {
+	Last  uint64 `json:"last"`
+	Count uint64 `json:"count"`
+}
+
+// DedupEntry is one remembered Nats-Msg-Id.
+type DedupEntry struct {
+	ID   string    `json:"id"`
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"`
+}
+
+// Create writes a new topic's metadata: spec (opaque JSON, may be nil),
+// created at now, no ledgers, FirstSeq 1. ErrExists if the key exists
+// (a CAS on revision 0). It is not ownership-conditioned: the first Open
+// takes the topic over.
+func Create(ctx context.Context, st *meta.Store, name Name, spec []byte, now time.Time) error {
+	if err := name.Validate(); err != nil {
+		return err
+	}
+	if spec != nil && !json.Valid(spec) {
+		return fmt.Errorf("mledger: create %s: spec is not valid JSON", name)
+	}
+	tm := TopicMeta{Spec: spec, Created: now.UTC(), FirstSeq: 1, Ledgers: []LedgerInfo{}}
+	if _, err := meta.CASJSON(ctx, st, name.Key(), tm, 0); err != nil {
+		if errors.Is(err, meta.ErrConflict) {
+			return fmt.Errorf("%w: %s", ErrExists, name)
+		}
+		return fmt.Errorf("mledger: create %s: %w", name, err)
+	}
+	return nil
+}
+
+// Load reads a topic's metadata and its mod revision. ErrNotFound if
+// absent.
+func Load(ctx context.Context, st *meta.Store, name Name) (TopicMeta, int64, error) {
+	tm, kv, err := meta.GetJSON[TopicMeta](ctx, st, name.Key())
+	if err != nil {
+		if errors.Is(err, meta.ErrNotFound) {
+			return TopicMeta{}, 0, fmt.Errorf("%w: topic %s", ErrNotFound, name)
+		}
+		return TopicMeta{}, 0, fmt.Errorf("mledger: load %s: %w", name, err)
+	}
+	return tm, kv.ModRevision, nil
+}
+
+// List returns every topic with metadata in st, sorted by key.
+func List(ctx context.Context, st *meta.Store) ([]Name, error) {
+	kvs, err := st.List(ctx, TopicsPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("mledger: list topics: %w", err)
+	}
+	names := make([]Name, 0, len(kvs))
+	for _, kv := range kvs {
+		if n, ok := ParseKey(kv.Key); ok {
+			names = append(names, n)
+		}
+	}
+	return names, nil
+}

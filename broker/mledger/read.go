@@ -1,0 +1,171 @@
+package mledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stratamesh/strata/bookie/ledger"
+)
+
+const (
+	// readAheadBytes, readAheadMax bound what a Read that misses the
+	// caches reads from the bookies at once (the following messages of
+	// the same ledger go to the read-ahead cache).
+	readAheadBytes = 1 << 20
+	readAheadMax   = 64
+)
+
+// Read returns the confirmed message seq: from the cache of recent
+// messages, the read-ahead cache, or the bookies (readers of closed
+// ledgers are kept). The Message's slices must not be modified. Errors:
+// ErrGone below FirstSeq, ErrNotFound above the last confirmed sequence,
+// the stop error once stopped, the ledger client's (wrapped), ctx's.
+func (m *ML) Read(ctx context.Context, seq uint64) (Message, error) {
+	m.mu.Lock()
+	if err := m.stopErr; err != nil {
+		m.mu.Unlock()
+		return Message{}, err
+	}
+	c := m.core
+	switch {
+	case seq < c.first:
+		m.mu.Unlock()
+		return Message{}, fmt.Errorf("%w: seq %d, first %d", ErrGone, seq, c.first)
+	case seq > c.conf.seq:
+		m.mu.Unlock()
+		return Message{}, fmt.Errorf("%w: seq %d, last %d", ErrNotFound, seq, c.conf.seq)
+	}
+	if cm, ok := m.cache.get(seq); ok {
+		m.mu.Unlock()
+		return cm.m, nil
+	}
+	if msg, ok := m.backlog.get(seq); ok {
+		m.mu.Unlock()
+		return msg, nil
+	}
+	l := c.ledgerFor(seq)
+	if l == nil || l.State != LedgerClosed {
+		m.mu.Unlock()
+		return Message{}, fmt.Errorf("%w: seq %d is in no closed ledger and not cached", ErrCorrupt, seq)
+	}
+	n := uint64(readAheadMax)
+	if avg := l.avg(); avg > 0 {
+		n = uint64(min(max(readAheadBytes/avg, 1), readAheadMax))
+	}
+	id, first, last := l.ID, l.FirstSeq, min(l.last(), seq+n-1)
+	m.mu.Unlock()
+
+	msgs, err := m.readLedger(ctx, id, first, seq, last)
+	if err != nil {
+		m.mu.Lock()
+		gone := seq < m.core.first
+		m.mu.Unlock()
+		if gone {
+			return Message{}, fmt.Errorf("%w: seq %d", ErrGone, seq)
+		}
+		return Message{}, err
+	}
+	m.mu.Lock()
+	for i := range msgs {
+		m.backlog.put(msgs[i], int64(EncodedSize(&msgs[i])))
+	}
+	m.mu.Unlock()
+	return msgs[0], nil
+}
+
+// readLedger reads sequences from..to of ledger id (whose entry 0 is
+// first), checking each entry's sequence.
+func (m *ML) readLedger(ctx context.Context, id int64, first, from, to uint64) ([]Message, error) {
+	r, err := m.reader(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := r.Read(ctx, int64(from-first), int64(to-first))
+	if err != nil {
+		return nil, fmt.Errorf("mledger: %s: read ledger %d: %w", m.name, id, err)
+	}
+	msgs := make([]Message, 0, len(ents))
+	for _, e := range ents {
+		msg, err := DecodeEntry(e.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("ledger %d entry %d: %w", id, e.ID, err)
+		}
+		if want := first + uint64(e.ID); msg.Seq != want {
+			return nil, fmt.Errorf("%w: ledger %d entry %d holds seq %d, want %d", ErrCorrupt, id, e.ID, msg.Seq, want)
+		}
+		msgs = append(msgs, msg)
+	}
+	if len(msgs) == 0 {
+		return nil, fmt.Errorf("%w: ledger %d: no entries for %d..%d", ErrCorrupt, id, from, to)
+	}
+	return msgs, nil
+}
+
+// reader returns a (cached) reader of the closed ledger id.
+func (m *ML) reader(ctx context.Context, id int64) (*ledger.Reader, error) {
+	m.rmu.Lock()
+	r := m.readers[id]
+	m.rmu.Unlock()
+	if r != nil {
+		return r, nil
+	}
+	r, err := m.cfg.Ledgers.OpenReader(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("mledger: %s: open ledger %d: %w", m.name, id, err)
+	}
+	m.rmu.Lock()
+	if old := m.readers[id]; old != nil {
+		r = old
+	} else {
+		m.readers[id] = r
+	}
+	m.rmu.Unlock()
+	return r, nil
+}
+
+// SeqAtTime is the first live sequence whose publish time is at or
+// after t (JetStream opt_start_time); the last sequence + 1 if none. It
+// narrows by the ledgers' times, then binary-searches by reading
+// messages (publish times never go back).
+func (m *ML) SeqAtTime(ctx context.Context, t time.Time) (uint64, error) {
+	m.mu.Lock()
+	if err := m.stopErr; err != nil {
+		m.mu.Unlock()
+		return 0, err
+	}
+	c := m.core
+	lo, hi, found := c.first, c.conf.seq, false
+	for _, l := range c.ledgers {
+		if l.Entries == 0 || l.last() < c.first {
+			continue
+		}
+		if !l.LastTime.Before(t) {
+			lo, hi, found = max(c.first, l.FirstSeq), l.last(), true
+			break
+		}
+	}
+	last := c.conf.seq
+	m.mu.Unlock()
+	if !found {
+		return last + 1, nil
+	}
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		msg, err := m.Read(ctx, mid)
+		switch {
+		case errors.Is(err, ErrGone):
+			lo = mid + 1
+		case err != nil:
+			return 0, err
+		case msg.Time.Before(t):
+			lo = mid + 1
+		default:
+			hi = mid
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return max(lo, m.core.first), nil
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stratamesh/strata/broker/jetstream"
+)
+
+// newAdminTopics is `strata admin topics list [t[/ns]] | stats t/ns/topic |
+// subscriptions t/ns/topic` (admin API: /admin/v1/topics…, served by
+// brokers).
+func newAdminTopics(flags *adminFlags) *cobra.Command {
+	cmd := &cobra.Command{Use: "topics", Aliases: []string{"topic"}, Short: "Topics of each region: owners, state, ledgers, subscriptions"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "list [tenant[/namespace]]",
+		Short: "List each region's topics with their stream name, subjects and owner",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			path := "/admin/v1/topics"
+			if len(args) == 1 {
+				t, ns, _ := strings.Cut(args[0], "/")
+				if !validName(t) || (ns != "" && !validName(ns)) {
+					return fmt.Errorf("%q is not tenant or tenant/namespace", args[0])
+				}
+				path += "/" + t
+				if ns != "" {
+					path += "/" + ns
+				}
+			}
+			urls, order, err := flags.roleTargets("broker")
+			if err != nil {
+				return err
+			}
+			type answer struct {
+				Region string                   `json:"region"`
+				Topics []jetstream.TopicSummary `json:"topics"`
+			}
+			var all []answer
+			failed := 0
+			client := &http.Client{Timeout: flags.timeout}
+			for _, r := range order {
+				var a answer
+				if err := getFirst(cmd.Context(), flags, client, urls[r], path, &a); err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "strata: region %s: %v\n", r, err)
+					failed++
+					continue
+				}
+				all = append(all, a)
+			}
+			defer func() {
+				if failed > 0 && err == nil {
+					err = exitError{code: 1}
+				}
+			}()
+			if flags.json {
+				return printJSON(cmd, all)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "REGION\tTOPIC\tSTREAM\tSUBJECTS\tOWNER")
+			for _, a := range all {
+				for _, t := range a.Topics {
+					owner := t.Owner
+					if owner == "" {
+						owner = "(none)"
+					}
+					fmt.Fprintf(tw, "%s\t%s/%s/%s\t%s\t%s\t%s\n", a.Region, t.Tenant, t.Namespace, t.Topic, t.Stream, strings.Join(t.Subjects, ","), owner)
+				}
+			}
+			return tw.Flush()
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "stats TENANT/NAMESPACE/TOPIC",
+		Short: "A topic's live state from its owner: messages, sequences, ledgers, subscriptions",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return topicCommand(cmd, flags, args[0], "/stats", func(tw *tabwriter.Writer, region string, st *jetstream.TopicStats) {
+				fmt.Fprintf(tw, "region\t%s\ntopic\t%s/%s/%s\nstream\t%s\nsubjects\t%s\nowner\t%s\nretention\t%s\n",
+					region, st.Tenant, st.Namespace, st.Topic, st.Stream, strings.Join(st.Subjects, ","), st.Owner, st.Retention)
+				fmt.Fprintf(tw, "messages\t%d\nbytes\t%d\nfirst seq\t%d\nlast seq\t%d\nsubjects seen\t%d\n", st.Messages, st.Bytes, st.FirstSeq, st.LastSeq, st.NumSubjects)
+				var ls []string
+				for _, l := range st.Ledgers {
+					ls = append(ls, fmt.Sprintf("%d(%s, from seq %d)", l.ID, l.State, l.FirstSeq))
+				}
+				fmt.Fprintf(tw, "ledgers\t%s\n", strings.Join(ls, " "))
+				fmt.Fprintf(tw, "subscriptions\t%d\n", len(st.Subscriptions))
+				for _, s := range st.Subscriptions {
+					fmt.Fprintf(tw, "  %s\tack floor %d, delivered %d, unacked %d, backlog %d\n", s.Name, s.AckFloor, s.Delivered, s.NumAckPending, s.Backlog)
+				}
+			})
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "subscriptions TENANT/NAMESPACE/TOPIC",
+		Short: "A topic's durable subscriptions (cursors): ack floor, delivered, unacked, backlog",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return topicCommand(cmd, flags, args[0], "/stats", func(tw *tabwriter.Writer, region string, st *jetstream.TopicStats) {
+				fmt.Fprintln(tw, "REGION\tSUBSCRIPTION\tACK POLICY\tACK FLOOR\tDELIVERED\tUNACKED\tREDELIVERED\tBACKLOG")
+				for _, s := range st.Subscriptions {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", region, s.Name, s.AckPolicy, s.AckFloor, s.Delivered, s.NumAckPending, s.NumRedelivered, strconv.FormatUint(s.Backlog, 10))
+				}
+			})
+		},
+	})
+	return cmd
+}
+
+// topicCommand fetches one topic's stats from each region that has it and
+// prints them with show (or as JSON).
+func topicCommand(cmd *cobra.Command, flags *adminFlags, arg, suffix string, show func(*tabwriter.Writer, string, *jetstream.TopicStats)) (err error) {
+	p := strings.Split(arg, "/")
+	if len(p) != 3 || !validName(p[0]) || !validName(p[1]) || !validName(p[2]) {
+		return fmt.Errorf("%q is not TENANT/NAMESPACE/TOPIC (letters, digits, '-' and '_')", arg)
+	}
+	urls, order, err := flags.roleTargets("broker")
+	if err != nil {
+		return err
+	}
+	type answer struct {
+		Region string                `json:"region"`
+		Topic  *jetstream.TopicStats `json:"topic"`
+	}
+	var all []answer
+	failed := 0
+	client := &http.Client{Timeout: flags.timeout}
+	for _, r := range order {
+		var a answer
+		if err := getFirst(cmd.Context(), flags, client, urls[r], "/admin/v1/topics/"+arg+suffix, &a); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "strata: region %s: %v\n", r, err)
+			failed++
+			continue
+		}
+		all = append(all, a)
+	}
+	defer func() {
+		if failed > 0 && err == nil {
+			err = exitError{code: 1}
+		}
+	}()
+	if flags.json {
+		return printJSON(cmd, all)
+	}
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	for _, a := range all {
+		if a.Topic != nil {
+			show(tw, a.Region, a.Topic)
+		}
+	}
+	return tw.Flush()
+}
+
+// validName is Strata's name token: [A-Za-z0-9_-]+.
+func validName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

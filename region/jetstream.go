@@ -1,0 +1,69 @@
+package region
+
+import (
+	"context"
+	"time"
+
+	"github.com/stratamesh/strata/broker/jetstream"
+	"github.com/stratamesh/strata/topology"
+)
+
+// newJetStream builds the broker's JetStream layer from the topology: the
+// region's ledger replication and rollover, the tenants' namespaces and
+// their policies, and defaults.jetstream. It is started once the broker
+// listens (startJetStream).
+func (n *Node) newJetStream() (*jetstream.Service, error) {
+	lc, err := n.ledgers()
+	if err != nil {
+		return nil, err
+	}
+	cfg := jetstream.Config{
+		Name:    n.name,
+		Store:   n.store,
+		Ledgers: lc,
+		Tenants: tenantPolicies(n.cfg.Mesh),
+		Logger:  n.logger,
+	}
+	if l := n.region.Ledger; l != nil {
+		cfg.Ensemble, cfg.WriteQuorum, cfg.AckQuorum = l.Ensemble, l.WriteQuorum, l.AckQuorum
+	}
+	if r := n.region.Rollover; r != nil {
+		cfg.RolloverEntries, cfg.RolloverBytes, cfg.RolloverAge = r.MaxEntries, int64(r.MaxSize), time.Duration(r.MaxAge)
+	}
+	if js := n.cfg.Mesh.Defaults.JetStream; js != nil {
+		cfg.DefaultTenant, cfg.DefaultNamespace = js.Tenant, js.Namespace
+	}
+	if n.cfg.OwnershipLeaseTTL > 0 {
+		cfg.LeaseTTL = n.cfg.OwnershipLeaseTTL
+	}
+	return jetstream.New(cfg)
+}
+
+// tenantPolicies is the topology's tenants and namespaces as the
+// JetStream layer needs them.
+func tenantPolicies(m *topology.Mesh) map[string]map[string]jetstream.Namespace {
+	out := map[string]map[string]jetstream.Namespace{}
+	for _, t := range m.Tenants {
+		nss := map[string]jetstream.Namespace{}
+		for _, ns := range t.Namespaces {
+			auto := ns.AutoCreateTopics == nil || *ns.AutoCreateTopics
+			nss[ns.Name] = jetstream.Namespace{
+				AutoCreateTopics: auto,
+				Retention:        ns.Retention.Mode,
+				MaxAge:           time.Duration(ns.Retention.Time),
+				MaxBytes:         int64(ns.Retention.Size),
+				MaxMsgs:          ns.Retention.Messages,
+			}
+		}
+		out[t.Name] = nss
+	}
+	return out
+}
+
+// startJetStream attaches the JetStream layer to the running broker.
+func (n *Node) startJetStream(ctx context.Context) error {
+	if n.js == nil {
+		return nil
+	}
+	return n.js.Start(ctx, n.broker)
+}
