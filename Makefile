@@ -35,6 +35,8 @@ fuzz:
 	$(GO) test ./bookie/ledger -run '^$$' -fuzz '^FuzzOpenFrame$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/ackset -run '^$$' -fuzz '^FuzzUnmarshalBinary$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bookie/storage -run '^$$' -fuzz '^FuzzScanJournal$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./broker/mledger -run '^$$' -fuzz '^FuzzDecodeEntry$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./broker/jetstream -run '^$$' -fuzz '^FuzzEnvelope$$' -fuzztime $(FUZZTIME)
 
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 build:

@@ -128,3 +128,13 @@ func (s *Server) HasLocalInterest(subject []byte) bool {
 	}
 	return len(r.Groups) > 0
 }
+
+// HasPeerInterest reports whether some peer broker of the region
+// announced interest matching subject (so a PublishInternal on it
+// reaches that broker): e.g. whether the route to a topic's owner is up.
+func (s *Server) HasPeerInterest(subject []byte) bool {
+	if s.nRoutes.Load() == 0 {
+		return false
+	}
+	return s.remote.HasInterest(subject)
+}

@@ -118,7 +118,7 @@ func (s *Service) toOwner(name mledger.Name, m message, local func(*topic)) {
 		local(t)
 		return
 	}
-	if owner := s.owners.leader(name); owner != "" && owner != s.cfg.Name && t == nil {
+	if owner := s.owners.leader(name); owner != "" && owner != s.cfg.Name && t == nil && s.reachable(owner) {
 		if m.hops >= maxHops {
 			s.cfg.Logger.Warn("dropping a message forwarded too often", "topic", name.String(), "subject", m.subject)
 			return
@@ -135,6 +135,12 @@ func (s *Service) toOwner(name mledger.Name, m message, local func(*topic)) {
 	}
 	p.add(m, local)
 	s.mu.Unlock()
+}
+
+// reachable reports whether the internal link to broker owner is up (it
+// announced its forwarding subject), so a forward is not lost.
+func (s *Service) reachable(owner string) bool {
+	return s.srv.HasPeerInterest([]byte(fwdPrefix + owner))
 }
 
 // parking holds the messages of a topic that has no serving owner yet,
@@ -169,7 +175,7 @@ func (s *Service) drainParked(name mledger.Name, p *parking) {
 		t := s.topics[name]
 		owner := s.owners.leader(name)
 		ready := t != nil && t.isReady()
-		remote := t == nil && owner != "" && owner != s.cfg.Name
+		remote := t == nil && owner != "" && owner != s.cfg.Name && s.reachable(owner)
 		if !ready && !remote {
 			cut := 0
 			for cut < len(p.items) && time.Since(p.items[cut].at) > s.cfg.ParkTimeout {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratamesh/strata/broker/jetstream"
+	"github.com/stratamesh/strata/internal/adminclient"
 )
 
 // newAdminTopics is `strata admin topics list [t[/ns]] | stats t/ns/topic |
@@ -133,11 +135,18 @@ func topicCommand(cmd *cobra.Command, flags *adminFlags, arg, suffix string, sho
 	for _, r := range order {
 		var a answer
 		if err := getFirst(cmd.Context(), flags, client, urls[r], "/admin/v1/topics/"+arg+suffix, &a); err != nil {
+			var apiErr *adminclient.APIError
+			if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
+				continue // the topic lives in other regions
+			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "strata: region %s: %v\n", r, err)
 			failed++
 			continue
 		}
 		all = append(all, a)
+	}
+	if len(all) == 0 && failed == 0 {
+		return fmt.Errorf("no region has topic %s", arg)
 	}
 	defer func() {
 		if failed > 0 && err == nil {
