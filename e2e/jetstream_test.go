@@ -308,7 +308,9 @@ func TestJetStreamOwnerKilled(t *testing.T) {
 	stop := make(chan struct{})
 	consumed := make(chan struct{})
 	go func() { defer close(consumed); consumeAll(t, jsB, run, n, stop) }()
+	began := time.Now()
 	publishWithRetries(t, jsA, run, 0, n/3, deadline)
+	t.Logf("%d publishes acknowledged in %v", n/3, time.Since(began))
 
 	start := time.Now()
 	c.brokers[owner].kill()
@@ -322,6 +324,7 @@ func TestJetStreamOwnerKilled(t *testing.T) {
 	t.Logf("ownership moved in %v", time.Since(start))
 	c.restart(t, owner)
 	<-published
+	t.Logf("all %d publishes acknowledged after %v", n, time.Since(began))
 	select {
 	case <-consumed:
 	case <-time.After(time.Until(deadline)):

@@ -7,36 +7,41 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/stratamesh/strata/broker/consumer"
 	"github.com/stratamesh/strata/broker/jsapi"
 	"github.com/stratamesh/strata/broker/mledger"
-	"github.com/stratamesh/strata/broker/natsproto"
 )
 
 // api handles a stream-scoped API request at the topic's owner. Pulls go
-// straight to the consumer's mailbox; everything else runs on an API
-// goroutine.
+// straight to the consumer's mailbox (a missing consumer: the
+// no-responders 503, as the reference has no handler there); everything
+// else runs on an API goroutine once the publishes that reached the topic
+// before it are answered, so a client sees its own earlier publishes.
 func (t *topic) api(req jsapi.APIRequest, m message) {
 	if req.Kind == jsapi.KindConsumerNext {
 		r := t.runner(req.Consumer)
 		if r == nil {
-			t.s.deliver(m.origin, m.reply, m.reply, "",
-				natsproto.AppendStatusHeader(nil, jsapi.StatusConflict, jsapi.DescConsumerDeleted), nil)
+			t.s.noResponders(m)
 			return
 		}
 		r.pull(m.origin, m.reply, m.data)
 		return
 	}
-	t.s.goAPI(func() { t.handleAPI(req, m) })
+	mark := t.fence.mark()
+	t.s.goAPI(func() { t.handleAPI(req, m, mark) })
 }
 
-func (t *topic) handleAPI(req jsapi.APIRequest, m message) {
+func (t *topic) handleAPI(req jsapi.APIRequest, m message, mark uint64) {
 	s := t.s
 	ctx, cancel := context.WithTimeout(s.ctx, apiTimeout)
 	defer cancel()
+	fctx, fcancel := context.WithTimeout(ctx, fenceTimeout)
+	_ = t.fence.wait(fctx, mark) // past it, answer from what is confirmed
+	fcancel()
 	typ := jsapi.Response{Type: req.Kind.ResponseType()}
 	fail := func(e *jsapi.APIError) { s.replyError(m.reply, req.Kind, e) }
 	switch req.Kind {
@@ -52,7 +57,8 @@ func (t *topic) handleAPI(req jsapi.APIRequest, m message) {
 				fail(jsapi.ErrStreamNameInUse())
 				return
 			}
-			s.replyJSON(m.reply, jsapi.StreamCreateResponse{Response: typ, StreamInfo: t.info("")})
+			// The reference says did_create again for an identical CREATE.
+			s.replyJSON(m.reply, jsapi.StreamCreateResponse{Response: typ, StreamInfo: t.info(""), DidCreate: true})
 			return
 		}
 		if e := t.update(ctx, cur, cfg); e != nil {
@@ -62,13 +68,13 @@ func (t *topic) handleAPI(req jsapi.APIRequest, m message) {
 		s.replyJSON(m.reply, jsapi.StreamCreateResponse{Response: typ, StreamInfo: t.info("")})
 	case jsapi.KindStreamInfo:
 		var body jsapi.StreamInfoRequest
-		if len(m.data) > 0 {
-			if err := json.Unmarshal(m.data, &body); err != nil {
-				fail(jsapi.ErrInvalidJSON(err))
-				return
-			}
+		if err := jsapi.DecodeRequest(m.data, &body); err != nil {
+			fail(jsapi.ErrInvalidJSON(err))
+			return
 		}
-		s.replyJSON(m.reply, jsapi.StreamInfoResponse{Response: typ, StreamInfo: t.info(body.SubjectsFilter)})
+		info := t.info(body.SubjectsFilter)
+		paged := pageSubjects(info, body.Offset)
+		s.replyJSON(m.reply, jsapi.StreamInfoResponse{Response: typ, Paged: paged, StreamInfo: info})
 	case jsapi.KindStreamDelete:
 		if err := t.deleteStream(ctx); err != nil {
 			fail(jsapi.ErrStreamStoreFailed(err))
@@ -77,11 +83,9 @@ func (t *topic) handleAPI(req jsapi.APIRequest, m message) {
 		s.replyJSON(m.reply, jsapi.SuccessResponse{Response: typ, Success: true})
 	case jsapi.KindStreamPurge:
 		var body jsapi.StreamPurgeRequest
-		if len(m.data) > 0 {
-			if err := json.Unmarshal(m.data, &body); err != nil {
-				fail(jsapi.ErrInvalidJSON(err))
-				return
-			}
+		if err := jsapi.DecodeRequest(m.data, &body); err != nil {
+			fail(jsapi.ErrInvalidJSON(err))
+			return
 		}
 		if body.Filter != "" || body.Sequence != 0 || body.Keep != 0 {
 			fail(jsapi.ErrStreamInvalidConfig(errors.New("strata purges whole streams only (no filter, seq or keep yet)")))
@@ -129,11 +133,9 @@ func (t *topic) handleAPI(req jsapi.APIRequest, m message) {
 		s.replyJSON(m.reply, jsapi.SuccessResponse{Response: typ, Success: true})
 	case jsapi.KindConsumerNames, jsapi.KindConsumerList:
 		var body jsapi.ConsumerNamesRequest
-		if len(m.data) > 0 {
-			if err := json.Unmarshal(m.data, &body); err != nil {
-				fail(jsapi.ErrInvalidJSON(err))
-				return
-			}
+		if err := jsapi.DecodeRequest(m.data, &body); err != nil {
+			fail(jsapi.ErrInvalidJSON(err))
+			return
 		}
 		rs := t.runners()
 		limit := 1024
@@ -158,6 +160,12 @@ func (t *topic) handleAPI(req jsapi.APIRequest, m message) {
 			}
 		}
 		s.replyJSON(m.reply, jsapi.ConsumerListResponse{Response: typ, Paged: paged, Consumers: infos})
+	case jsapi.KindConsumerUnpin:
+		if e := t.unpin(ctx, req, m); e != nil {
+			fail(e)
+			return
+		}
+		s.replyJSON(m.reply, typ)
 	default:
 		fail(jsapi.ErrBadRequest())
 	}
@@ -174,7 +182,10 @@ func (t *topic) info(subjectsFilter string) *jsapi.StreamInfo {
 		NumSubjects: uint64(ms.NumSubjects), Consumers: len(t.runners()),
 	}
 	if ms.Msgs > 0 {
-		state.FirstTime, state.LastTime = ms.FirstTime.UTC(), ms.LastTime.UTC()
+		state.FirstTime = ms.FirstTime.UTC()
+	}
+	if ms.LastSeq > 0 {
+		state.LastTime = ms.LastTime.UTC() // kept after a purge, as on the reference
 	}
 	if ms.LastSeq == 0 {
 		state.FirstSeq = 0
@@ -219,7 +230,7 @@ func sameConfig(a, b *jsapi.StreamConfig) bool {
 // update applies a STREAM.UPDATE at the owner.
 func (t *topic) update(ctx context.Context, cur *stream, cfg *jsapi.StreamConfig) *jsapi.APIError {
 	if cfg.Storage != cur.config.Storage {
-		return jsapi.ErrStreamInvalidConfig(errors.New("stream storage can not be changed"))
+		return jsapi.ErrStreamInvalidConfig(errors.New("stream configuration update can not change storage type"))
 	}
 	if cfg.Retention != cur.config.Retention {
 		return jsapi.ErrStreamInvalidConfig(errors.New("stream retention can not be changed"))
@@ -262,11 +273,11 @@ func (t *topic) deleteStream(ctx context.Context) error {
 // createConsumer answers CONSUMER.CREATE at the owner (spec §2.5).
 func (t *topic) createConsumer(ctx context.Context, req jsapi.APIRequest, m message) (*jsapi.ConsumerInfo, *jsapi.APIError) {
 	var creq jsapi.CreateConsumerRequest
-	if err := json.Unmarshal(m.data, &creq); err != nil {
+	if err := jsapi.DecodeRequest(m.data, &creq); err != nil {
 		return nil, jsapi.ErrInvalidJSON(err)
 	}
 	st := t.stream()
-	if creq.Stream != "" && creq.Stream != st.stream {
+	if creq.Stream != st.stream { // also an empty body, as on the reference
 		return nil, jsapi.ErrStreamMismatch()
 	}
 	cfg := creq.Config
@@ -328,13 +339,14 @@ func (t *topic) createConsumer(ctx context.Context, req jsapi.APIRequest, m mess
 	if err != nil {
 		return nil, jsapi.ErrConsumerCreate(err)
 	}
+	cs, gen, _ := c.Snapshot()
 	if durable {
-		cs, _, _ := c.Snapshot()
 		if err := t.writeCursor(ctx, name, &cs); err != nil {
 			return nil, jsapi.ErrConsumerCreate(fmt.Errorf("persisting the cursor: %w", err))
 		}
 	}
-	r := t.startRunner(name, cfg, c, durable)
+	c.Persisted(gen) // nothing waits yet: no output
+	r := t.startRunner(name, cfg, c, durable, cs.DSeqReserved)
 	t.mu.Lock()
 	if old := t.consumers[name]; old != nil { // a concurrent create won
 		t.mu.Unlock()
@@ -391,4 +403,65 @@ func randomName() string {
 	return string(b)
 }
 
-var _ = sort.Strings
+// maxSubjectDetails is how many subjects one STREAM.INFO reply lists at
+// most with subjects_filter (the reference's JSMaxSubjectDetails).
+const maxSubjectDetails = 100_000
+
+// pageSubjects cuts info's per-subject counts to the page from offset
+// and returns the paging block the reference sends with them: zero when
+// no subject matched (or none were asked for).
+func pageSubjects(info *jsapi.StreamInfo, offset int) jsapi.Paged {
+	subj := info.State.Subjects
+	if len(subj) == 0 {
+		return jsapi.Paged{}
+	}
+	offset = max(offset, 0)
+	paged := jsapi.Paged{Total: len(subj), Offset: offset, Limit: maxSubjectDetails}
+	if offset == 0 && len(subj) <= maxSubjectDetails {
+		return paged
+	}
+	names := make([]string, 0, len(subj))
+	for k := range subj {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	from := min(offset, len(names))
+	to := min(from+maxSubjectDetails, len(names))
+	var page map[string]uint64
+	if to > from {
+		page = make(map[string]uint64, to-from)
+		for _, k := range names[from:to] {
+			page[k] = subj[k]
+		}
+	}
+	info.State.Subjects = page
+	return paged
+}
+
+// unpin answers CONSUMER.UNPIN with the reference's checks, in its order.
+// Strata's consumers have no priority groups (broker/consumer refuses
+// them), so every group is unknown: there is never a pin to undo.
+func (t *topic) unpin(ctx context.Context, req jsapi.APIRequest, m message) *jsapi.APIError {
+	var body jsapi.ConsumerUnpinRequest
+	if err := json.Unmarshal(m.data, &body); err != nil { // not DecodeRequest: the reference uses json.Unmarshal here
+		return jsapi.ErrInvalidJSON(err)
+	}
+	if body.Group == "" {
+		return jsapi.ErrInvalidJSON(errors.New("consumer group not specified"))
+	}
+	if !jsapi.ValidPriorityGroup(body.Group) {
+		return jsapi.ErrConsumerInvalidGroupName()
+	}
+	r := t.runner(req.Consumer)
+	if r == nil {
+		return jsapi.ErrConsumerNotFound()
+	}
+	var groups []string
+	if err := r.call(ctx, func(time.Time) { groups = r.cfg.PriorityGroups }); err != nil {
+		return jsapi.ErrConsumerNotFound()
+	}
+	if !slices.Contains(groups, body.Group) {
+		return jsapi.ErrConsumerInvalidPriorityGroup()
+	}
+	return nil
+}

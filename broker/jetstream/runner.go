@@ -35,10 +35,14 @@ type runner struct {
 	stopCh   chan stopRequest
 	done     chan struct{}
 
-	lastPersist time.Time
-	syncWaiting bool
-	lastActive  time.Time
-	deleteSelf  bool
+	lastPersist       time.Time
+	syncWaiting       bool
+	reservedPersisted uint64 // the dseq reservation last persisted
+	lastActive        time.Time
+	deleteSelf        bool
+	// delivered is the highest stream sequence delivered (or, at start,
+	// dispatched): an AckSync above it is not answered (runner.ack).
+	delivered uint64
 }
 
 // loadRetry is how soon a dispatch round that failed to read a message
@@ -61,12 +65,14 @@ func splitReply(r string) (origin, inbox string) {
 	return "", r
 }
 
-func (t *topic) startRunner(name string, cfg jsapi.ConsumerConfig, c *consumer.Consumer, durable bool) *runner {
+func (t *topic) startRunner(name string, cfg jsapi.ConsumerConfig, c *consumer.Consumer, durable bool, reserved uint64) *runner {
 	r := &runner{
-		t: t, name: name, durable: durable, c: c, cfg: cfg,
+		t: t, name: name, durable: durable, c: c, cfg: cfg, reservedPersisted: reserved,
 		kick: make(chan struct{}, 1), stopCh: make(chan stopRequest, 1), done: make(chan struct{}),
 		lastPersist: t.s.cfg.Now(), lastActive: t.s.cfg.Now(),
 	}
+	st, _, _ := c.Snapshot() // before the loop owns c
+	r.delivered = st.Delivered
 	t.s.goRun(r.loop)
 	return r
 }
@@ -187,7 +193,11 @@ func (r *runner) persist(now time.Time, force bool) {
 	if !dirty {
 		return
 	}
-	if !force && !r.syncWaiting && now.Sub(r.lastPersist) < r.t.s.cfg.CursorPersist {
+	// Batched, except: an AckSync waits, the delivery counter needs a new
+	// reserved block (deliveries stall until it is persisted), or the
+	// consumer is ephemeral (nothing to write).
+	urgent := r.syncWaiting || st.DSeqReserved > r.reservedPersisted || !r.durable
+	if !force && !urgent && now.Sub(r.lastPersist) < r.t.s.cfg.CursorPersist {
 		return
 	}
 	if r.durable {
@@ -206,6 +216,7 @@ func (r *runner) persist(now time.Time, force bool) {
 	}
 	r.lastPersist = now
 	r.syncWaiting = false
+	r.reservedPersisted = st.DSeqReserved
 	r.emit(r.c.Persisted(gen))
 }
 
@@ -230,19 +241,19 @@ func (r *runner) pull(origin, inbox string, body []byte) {
 }
 
 // ack applies an ack from a client of broker origin; reply is set for
-// AckSync (answered after persistence) and +NXT.
+// AckSync (answered after persistence) and +NXT. As on the reference, an
+// AckSync +ACK or +TERM of a stream sequence above what was delivered
+// gets no answer (a duplicate or stale one does).
 func (r *runner) ack(origin string, am jsapi.AckMeta, body []byte, reply string) {
 	a := jsapi.ParseAck(body)
 	if a.Kind == jsapi.AckUnknown {
 		return
 	}
-	var key string
-	if reply != "" {
-		key = replyKey(origin, reply)
-	}
 	r.post(func(now time.Time) {
 		r.lastActive = now
-		if key != "" {
+		var key string
+		if reply != "" && !((a.Kind == jsapi.AckAck || a.Kind == jsapi.AckTerm) && am.StreamSeq > r.delivered) {
+			key = replyKey(origin, reply)
 			r.syncWaiting = true
 		}
 		r.emit(r.c.Ack(now, am.StreamSeq, am.ConsumerSeq, a, key))
@@ -257,6 +268,7 @@ func (r *runner) emit(outs []consumer.Out) {
 		origin, inbox := splitReply(o.Reply)
 		switch o.Kind {
 		case consumer.Deliver:
+			r.delivered = max(r.delivered, o.Ack.StreamSeq)
 			ack := jsapi.FormatAckSubject(o.Ack)
 			s.deliver(origin, inbox, o.Msg.Subject, ack, o.Msg.Header, o.Msg.Data)
 		case consumer.Status:
@@ -266,8 +278,13 @@ func (r *runner) emit(outs []consumer.Out) {
 				kv = []string{jsapi.HdrLastConsumer, strconv.FormatUint(o.LastConsumer, 10),
 					jsapi.HdrLastStream, strconv.FormatUint(o.LastStream, 10)}
 			case jsapi.StatusTimeout, jsapi.StatusConflict:
-				kv = []string{jsapi.HdrPendingMessages, strconv.Itoa(o.PendingMsgs),
-					jsapi.HdrPendingBytes, strconv.Itoa(o.PendingBytes)}
+				// Only a request that ends with credit left says how much;
+				// a refused request, Consumer Deleted or Leadership Change
+				// carries no pending headers (as on the reference).
+				if o.Status == jsapi.StatusTimeout || o.Description == jsapi.DescMaxBytesExceeded || o.Description == jsapi.DescBatchCompleted {
+					kv = []string{jsapi.HdrPendingMessages, strconv.Itoa(o.PendingMsgs),
+						jsapi.HdrPendingBytes, strconv.Itoa(o.PendingBytes)}
+				}
 			}
 			s.deliver(origin, inbox, inbox, "", natsproto.AppendStatusHeader(nil, o.Status, o.Description, kv...), nil)
 		case consumer.AckReply:

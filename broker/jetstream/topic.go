@@ -27,6 +27,7 @@ type topic struct {
 
 	ready   atomic.Bool
 	deleted atomic.Bool
+	fence   publishFence // publishes handed to ml and answered, for API requests
 
 	mu        sync.Mutex
 	st        *stream // the stream as last configured
@@ -73,7 +74,7 @@ func (s *Service) openTopic(ctx context.Context, n mledger.Name, lead *meta.Lead
 			delete(s.topics, n)
 		}
 		s.mu.Unlock()
-		close(t.done)
+		t.stopOnce.Do(func() { close(t.done) })
 		return nil, err
 	}
 	ml, err := mledger.Open(ctx, mledger.Config{
@@ -100,7 +101,7 @@ func (s *Service) openTopic(ctx context.Context, n mledger.Name, lead *meta.Lead
 			s.cfg.Logger.Warn("dropping an unreadable cursor", "topic", n.String(), "consumer", name, "err", err)
 			continue
 		}
-		t.consumers[name] = t.startRunner(name, cs.Config, c, true)
+		t.consumers[name] = t.startRunner(name, cs.Config, c, true, cs.DSeqReserved)
 	}
 	t.ready.Store(true)
 	s.goRun(t.retainLoop)
