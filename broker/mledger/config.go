@@ -21,6 +21,11 @@ const (
 	DefaultMaintenanceInterval = time.Second
 	// DefaultMaxSnapshotDedup bounds the Nats-Msg-Ids a snapshot keeps.
 	DefaultMaxSnapshotDedup = 10000
+	// Batching (Config.MaxInflightEntries and after).
+	DefaultMaxInflightEntries = 4
+	DefaultMaxBatchBytes      = 1 << 20
+	DefaultMaxBatchMsgs       = 1000
+	DefaultMaxQueuedBytes     = 16 << 20
 )
 
 // Limits are a topic's retention and rollover limits: the JetStream
@@ -44,11 +49,12 @@ type Limits struct {
 	// DuplicateWindow: how long a Nats-Msg-Id is remembered. 0: 2 min.
 	DuplicateWindow time.Duration
 	// RolloverEntries, RolloverBytes, RolloverAge: close the open ledger
-	// and open the next one when it has this many entries, this many
-	// bytes, or is this old (and holds at least one entry). 0: that
-	// limit is off. The open ledger also rolls over at Config.CacheBytes/2
-	// bytes, whatever RolloverBytes says (its entries stay cached until
-	// it is closed; see the package doc).
+	// and open the next one when it has this many messages (not ledger
+	// entries, which hold batches of messages: the name is historical),
+	// this many bytes of messages (EncodedSize), or is this old (and holds
+	// at least one message). 0: that limit is off. The open ledger also
+	// rolls over at Config.CacheBytes/2 bytes, whatever RolloverBytes says
+	// (its messages stay cached until it is closed; see the package doc).
 	RolloverEntries, RolloverBytes int64
 	RolloverAge                    time.Duration
 }
@@ -80,12 +86,36 @@ type Config struct {
 	// kept for reads, in bytes (encoded size plus ~64 bytes overhead
 	// each); the open ledger's messages are always kept (see
 	// Limits.RolloverBytes). A quarter more is used for read-ahead of
-	// older messages. Default 32 MiB.
+	// older messages, and up to an eighth more for the index of entries
+	// (8 bytes per ledger entry of the ledgers read or written lately;
+	// older ledgers' are learnt again by reading them in order). Default
+	// 32 MiB.
 	CacheBytes int
-	// MaxEntrySize is the largest encoded entry Publish accepts (larger:
-	// ErrMsgTooBig). It must not exceed the ledger client's MaxEntrySize.
-	// Default ledger.DefaultMaxEntrySize.
+	// MaxEntrySize is the largest ledger entry the ML writes, in bytes: a
+	// message whose entry alone would be larger (EncodedSize plus the
+	// 13-byte entry header) is refused with ErrMsgTooBig. It must not
+	// exceed the ledger client's MaxEntrySize. Default
+	// ledger.DefaultMaxEntrySize.
 	MaxEntrySize int
+	// MaxInflightEntries (K) bounds the entries appended to the ledger and
+	// not yet confirmed. While K are in flight, publishes queue; when one
+	// is confirmed, everything queued goes out as one entry (within
+	// MaxBatchBytes and MaxBatchMsgs). Default 4. Larger: more adds in
+	// flight (more throughput while the bookies have spare capacity),
+	// smaller batches; 1: one add at a time, the largest batches.
+	MaxInflightEntries int
+	// MaxBatchBytes bounds an entry that holds several messages, in bytes
+	// (entry header included; a single larger message goes alone). Default
+	// 1 MiB; never more than MaxEntrySize. Larger batches cost fewer adds
+	// but more memory in flight and more to read back per entry.
+	MaxBatchBytes int
+	// MaxBatchMsgs bounds the messages in one entry. Default 1000.
+	MaxBatchMsgs int
+	// MaxQueuedBytes bounds the messages (EncodedSize) published but not
+	// yet appended to the ledger: beyond it Publish blocks until entries
+	// are confirmed (back-pressure; one message is always admitted).
+	// Default 16 MiB.
+	MaxQueuedBytes int
 	// MaintenanceInterval is how often the ML checks RolloverAge and
 	// MaxAge and persists lazy changes (trims) to etcd. Default 1 s.
 	// Shorter: trims reach etcd sooner, more etcd writes.
@@ -120,6 +150,19 @@ func (c Config) withDefaults() Config {
 	if c.MaxEntrySize <= 0 {
 		c.MaxEntrySize = ledger.DefaultMaxEntrySize
 	}
+	if c.MaxInflightEntries <= 0 {
+		c.MaxInflightEntries = DefaultMaxInflightEntries
+	}
+	if c.MaxBatchBytes <= 0 {
+		c.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	c.MaxBatchBytes = min(c.MaxBatchBytes, c.MaxEntrySize)
+	if c.MaxBatchMsgs <= 0 {
+		c.MaxBatchMsgs = DefaultMaxBatchMsgs
+	}
+	if c.MaxQueuedBytes <= 0 {
+		c.MaxQueuedBytes = DefaultMaxQueuedBytes
+	}
 	if c.MaintenanceInterval <= 0 {
 		c.MaintenanceInterval = DefaultMaintenanceInterval
 	}
@@ -151,6 +194,12 @@ func (c Config) Validate() error {
 	}
 	if c.Cond.Key == "" {
 		errs = append(errs, errors.New("mledger: Config.Cond.Key is required (the ownership condition)"))
+	}
+	if c.MaxEntrySize <= batchHeaderSize+minRecordSize {
+		errs = append(errs, fmt.Errorf("mledger: Config.MaxEntrySize %d leaves no room for a message", c.MaxEntrySize))
+	}
+	if int64(c.MaxBatchMsgs) > maxBatchCount {
+		errs = append(errs, fmt.Errorf("mledger: Config.MaxBatchMsgs %d is above %d", c.MaxBatchMsgs, maxBatchCount))
 	}
 	if !(c.Ensemble >= c.WriteQuorum && c.WriteQuorum >= c.AckQuorum && c.AckQuorum >= 1) {
 		errs = append(errs, fmt.Errorf("mledger: need E ≥ Qw ≥ Qa ≥ 1, have E=%d Qw=%d Qa=%d", c.Ensemble, c.WriteQuorum, c.AckQuorum))

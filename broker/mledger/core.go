@@ -15,7 +15,8 @@ import (
 // conf.seq+1..head.seq are appended but not yet confirmed. first never
 // exceeds conf.seq+1.
 type core struct {
-	lim      Limits
+	lim Limits
+	// maxEntry is the largest message (EncodedSize) an entry can hold.
 	maxEntry int
 
 	first     uint64
@@ -44,7 +45,8 @@ type tip struct {
 }
 
 // ledgerState is one ledger of the list. For the open ledger, Entries,
-// Bytes and the times count its confirmed messages so far.
+// Msgs, Bytes and the times count its confirmed entries and messages so
+// far.
 type ledgerState struct {
 	LedgerInfo
 	// trimmed is the (estimated) bytes of its messages below first:
@@ -56,13 +58,14 @@ type ledgerState struct {
 	subjects map[string]uint64
 }
 
-func (l *ledgerState) last() uint64 { return l.FirstSeq + uint64(l.Entries) - 1 }
+func (l *ledgerState) last() uint64 { return l.FirstSeq + uint64(l.Msgs) - 1 }
 
+// avg is its average message size.
 func (l *ledgerState) avg() int64 {
-	if l.Entries <= 0 {
+	if l.Msgs <= 0 {
 		return 0
 	}
-	return l.Bytes / l.Entries
+	return l.Bytes / l.Msgs
 }
 
 // msgInfo is what the core may learn about single messages: those from
@@ -111,7 +114,7 @@ func (c *core) check(subject string, hdrLen, dataLen, size int, o *PublishOption
 		return 0, fmt.Errorf("%w: %d bytes of header and data, max_msg_size %d", ErrMsgTooBig, hdrLen+dataLen, c.lim.MaxMsgSize)
 	}
 	if size > c.maxEntry {
-		return 0, fmt.Errorf("%w: entry of %d bytes, at most %d", ErrMsgTooBig, size, c.maxEntry)
+		return 0, fmt.Errorf("%w: %d bytes encoded, at most %d (the largest entry less its header)", ErrMsgTooBig, size, c.maxEntry)
 	}
 	if o.MsgID != "" {
 		c.dedup.expire(now)
@@ -164,17 +167,21 @@ func (c *core) assign(subject, msgID string, size int64, now time.Time) (uint64,
 }
 
 // confirm records that the next message (conf.seq+1), stored in ledger
-// ledgerID, is confirmed.
-func (c *core) confirm(ledgerID int64, seq uint64, subject, msgID string, t time.Time, size int64) {
+// ledgerID, is confirmed; newEntry: it is the first message of its
+// ledger entry.
+func (c *core) confirm(ledgerID int64, seq uint64, subject, msgID string, t time.Time, size int64, newEntry bool) {
 	c.conf = tip{seq: seq, time: t, msgID: msgID}
 	c.subjects.confirm(subject, seq)
 	c.pendingBytes -= size
 	c.live += size
 	if l := c.ledger(ledgerID); l != nil {
-		if l.Entries == 0 {
+		if l.Msgs == 0 {
 			l.FirstTime = t
 		}
-		l.Entries++
+		if newEntry {
+			l.Entries++
+		}
+		l.Msgs++
 		l.Bytes += size
 		l.LastTime = t
 		if l.subjects != nil {
@@ -227,7 +234,7 @@ func (c *core) ledgerFor(seq uint64) *ledgerState {
 		}
 	}
 	for i := lo - 1; i >= 0; i-- {
-		if l := c.ledgers[i]; l.Entries > 0 {
+		if l := c.ledgers[i]; l.Msgs > 0 {
 			if seq <= l.last() {
 				return l
 			}
@@ -237,7 +244,7 @@ func (c *core) ledgerFor(seq uint64) *ledgerState {
 	return nil
 }
 
-// addLedger appends a new open ledger whose entry 0 is firstSeq.
+// addLedger appends a new open ledger whose first message is firstSeq.
 func (c *core) addLedger(id int64, firstSeq uint64) {
 	c.ledgers = append(c.ledgers, &ledgerState{
 		LedgerInfo: LedgerInfo{ID: id, FirstSeq: firstSeq, State: LedgerOpen},
@@ -245,29 +252,29 @@ func (c *core) addLedger(id int64, firstSeq uint64) {
 	})
 }
 
-// closeLedger marks ledger id closed with the entries and bytes its
-// metadata says; they must be what was confirmed in it.
+// closeLedger marks ledger id closed with the entries and message bytes
+// its metadata says; they must be what was confirmed in it.
 func (c *core) closeLedger(id, entries, bytes int64) error {
 	l := c.ledger(id)
 	if l == nil {
 		return fmt.Errorf("%w: ledger %d not in the list", ErrCorrupt, id)
 	}
 	if l.Entries != entries || l.Bytes != bytes {
-		return fmt.Errorf("%w: ledger %d closed with %d entries / %d bytes, %d / %d confirmed in it",
+		return fmt.Errorf("%w: ledger %d closed with %d entries / %d message bytes, %d / %d confirmed in it",
 			ErrCorrupt, id, entries, bytes, l.Entries, l.Bytes)
 	}
 	l.State = LedgerClosed
 	return nil
 }
 
-// ledgerInfos is the list as persisted (open ledgers: Entries -1, no
-// totals).
+// ledgerInfos is the list as persisted (open ledgers: Entries and Msgs
+// -1, no totals).
 func (c *core) ledgerInfos() []LedgerInfo {
 	out := make([]LedgerInfo, 0, len(c.ledgers))
 	for _, l := range c.ledgers {
 		li := l.LedgerInfo
 		if li.State == LedgerOpen {
-			li = LedgerInfo{ID: li.ID, FirstSeq: li.FirstSeq, Entries: -1, State: LedgerOpen}
+			li = LedgerInfo{ID: li.ID, FirstSeq: li.FirstSeq, Entries: -1, Msgs: -1, State: LedgerOpen}
 		}
 		out = append(out, li)
 	}

@@ -21,9 +21,21 @@ type modelMsg struct {
 }
 
 type model struct {
-	window time.Duration
-	msgs   []modelMsg // msgs[i].seq == i+1
-	first  uint64
+	window  time.Duration
+	msgs    []modelMsg // msgs[i].seq == i+1
+	first   uint64
+	entries map[int64]int64 // ledger → entries confirmed in it
+}
+
+// ledgerBytes is the size of ledger id's confirmed messages.
+func (m *model) ledgerBytes(id int64) int64 {
+	var b int64
+	for _, x := range m.msgs {
+		if x.ledger == id && x.conf {
+			b += x.size
+		}
+	}
+	return b
 }
 
 func (m *model) last() uint64 { return uint64(len(m.msgs)) }
@@ -176,7 +188,11 @@ func TestCoreAgainstModel(t *testing.T) {
 			lim.MaxMsgSize = 40
 		}
 		c := newCore(lim, 1000, 1)
-		md := &model{window: time.Minute, first: 1}
+		md := &model{window: time.Minute, first: 1, entries: map[int64]int64{}}
+		// Confirmations come in entries (batches) of random sizes, never
+		// spanning ledgers: entryLeft more messages go to the entry in
+		// progress, of ledger entryLedger.
+		entryLeft, entryLedger := 0, int64(0)
 		now := t0
 		nextLedger := int64(1)
 		c.addLedger(nextLedger, 1)
@@ -194,7 +210,7 @@ func TestCoreAgainstModel(t *testing.T) {
 		closeDone := func() {
 			for i, l := range c.ledgers[:len(c.ledgers)-1] {
 				if next := c.ledgers[i+1].FirstSeq; l.State == LedgerOpen && md.lastConf() >= next-1 {
-					if err := c.closeLedger(l.ID, l.Entries, l.Bytes); err != nil {
+					if err := c.closeLedger(l.ID, md.entries[l.ID], md.ledgerBytes(l.ID)); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -237,7 +253,13 @@ func TestCoreAgainstModel(t *testing.T) {
 				k := rapid.IntRange(1, 5).Draw(t, "confirm")
 				for s := md.lastConf() + 1; s <= md.last() && k > 0; s, k = s+1, k-1 {
 					x := md.msg(s)
-					c.confirm(x.ledger, s, x.subject, x.id, x.t, x.size)
+					newEntry := entryLeft == 0 || x.ledger != entryLedger
+					if newEntry {
+						entryLeft, entryLedger = rapid.IntRange(1, 4).Draw(t, "entry msgs"), x.ledger
+						md.entries[x.ledger]++
+					}
+					entryLeft--
+					c.confirm(x.ledger, s, x.subject, x.id, x.t, x.size, newEntry)
 					x.conf = true
 				}
 				closeDone()
@@ -322,8 +344,11 @@ func TestCoreAgainstModel(t *testing.T) {
 					continue
 				}
 				l := openLedger()
-				if err := c.closeLedger(l.ID, l.Entries, l.Bytes); err != nil {
+				if err := c.closeLedger(l.ID, md.entries[l.ID], md.ledgerBytes(l.ID)); err != nil {
 					t.Fatal(err)
+				}
+				if l.Entries > l.Msgs || (l.Msgs > 0) != (l.Entries > 0) {
+					t.Fatalf("ledger %d: %d entries, %d messages", l.ID, l.Entries, l.Msgs)
 				}
 				tm := saved
 				if tm == nil {

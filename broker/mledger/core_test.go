@@ -20,7 +20,7 @@ func pub(c *core, id int64, subject, msgID string, size int64, now time.Time, o 
 		return dup, dup > 0, err
 	}
 	seq, t := c.assign(subject, msgID, size, now)
-	c.confirm(id, seq, subject, msgID, t, size)
+	c.confirm(id, seq, subject, msgID, t, size, true)
 	return seq, false, nil
 }
 

@@ -8,14 +8,20 @@
 //   - The topic's record at Name.Key() = "topics/<tenant>/<namespace>/<topic>"
 //     under the region's Store prefix (TopicMeta, JSON, snake_case): the
 //     caller's opaque Spec, FirstSeq, the ledger list (each ledger's first
-//     sequence, entries, bytes, first and last publish times, state), the
-//     Snapshot, and the Trash of ledgers awaiting deletion.
-//   - The entry format (entry.go): one ledger entry holds exactly one
-//     message: a version byte (1), a flags byte (reserved for the origin
-//     fields geo-replication will add), the sequence, the publish time, the
-//     subject, the raw NATS header block and the data. Sequence → (ledger,
-//     entry) is a binary search of the list by first sequence, then entry
-//     id = seq − ledger.FirstSeq.
+//     sequence, entries, messages, bytes, first and last publish times,
+//     state), the Snapshot, and the Trash of ledgers awaiting deletion.
+//   - The entry format (entry.go): one ledger entry holds a batch of one
+//     or more consecutive messages: a version byte (2), the first
+//     sequence and the message count (a fixed 13-byte header), then per
+//     message a flags byte (reserved for the origin fields geo-replication
+//     will add), the publish time, the subject, the raw NATS header block
+//     and the data. Version 1 entries (one message each, written before
+//     batching) are still read. Sequence → (ledger, entry): a binary
+//     search of the list by first sequence, then of the entry index
+//     (index.go: each entry's first sequence), which the ML fills for the
+//     ledgers it writes and learns for older ones by reading their entries
+//     in order.
+//   - The batching policy (batch.go), below.
 //   - Publish checks and state (JetStream semantics, nats-wire §2.4):
 //     Nats-Msg-Id dedup within the duplicate window, the expected-last
 //     checks, the per-subject index (last sequence and count per exact
@@ -24,9 +30,11 @@
 //   - A cache of recent confirmed messages (Config.CacheBytes) and a
 //     read-ahead cache for older ones; readers of closed ledgers.
 //
-// The logic is a plain state machine (core.go, trim.go, retention.go,
-// restore.go, dedup.go, subjects.go) that does no I/O and reads no clock;
-// the ML drives it and does the ledger and etcd I/O.
+// The logic is plain state machines (core.go, trim.go, retention.go,
+// restore.go, dedup.go, subjects.go; the batching policy in batch.go; the
+// entry index and the reading of entries in order in index.go, which gets
+// its reads as a function) that do no I/O and read no clock; the ML drives
+// them and does the ledger and etcd I/O.
 //
 // # What it must not do
 //
@@ -50,11 +58,45 @@
 // recovers the ledger and decides what was stored; OnLost gets that error.
 //
 // Takeover (Open) recovers the open ledger (OpenForTakeover fences the
-// old writer), records it closed with its real entry count, rebuilds the
-// state from the snapshot plus the entries after Snapshot.LastSeq, creates
-// a new ledger and writes the list. The snapshot is written with every
-// change of the list (Open, each rollover, Purge, Close) and with lazy
-// writes, so a takeover replays at most the last ledger.
+// old writer and gives its last entry), records it closed with its real
+// entry count and the message count its first and last entries' batches
+// give (its message bytes follow from its length, entry headers having a
+// fixed size), rebuilds the state from the snapshot plus the messages
+// after Snapshot.LastSeq (decoding batches; the entry holding
+// Snapshot.LastSeq+1 may begin before it), creates a new ledger and
+// writes the list. The snapshot is written with every change of the list
+// (Open, each rollover, Purge, Close) and with lazy writes, so a takeover
+// replays at most the last ledger.
+//
+// # Batching
+//
+// A ledger add costs the same few round trips and journal writes
+// whatever its size, and a ledger client does only so many adds a second
+// (about 43k on two cores, each add going to Qw bookies), far fewer than
+// the messages a topic must take: so, as Pulsar does, an entry holds a
+// batch of messages, and the ML batches on the broker side. Publish
+// assigns the sequence and runs the checks at call time, as before, and
+// queues the message. At most Config.MaxInflightEntries (K) entries are
+// appended and unconfirmed; whenever fewer are, everything queued goes
+// out at once as one entry (within Config.MaxBatchBytes and
+// MaxBatchMsgs; never spanning ledgers). At low load an entry holds the
+// one message just published and goes at once, so batching adds no
+// latency; under load messages gather while K entries are in flight, so
+// entries grow with the load and the batch size follows the ledger's
+// round trip. There is no linger timer: waiting for more messages could
+// only delay the lone message of a quiet topic, and under load the K
+// entries in flight are the waiting. The policy is a plain state machine
+// (batcher); the sender (send) is whichever goroutine finds none
+// sending — a Publish, or the writer's callback for a confirmed entry —
+// so entries are appended in sequence order without a lock held across
+// the append. Messages waiting for the ledger are bounded by
+// Config.MaxQueuedBytes: Publish blocks beyond it (back-pressure).
+//
+// Counts and limits are per message: RolloverEntries counts messages,
+// Bytes and MaxBytes count each message's record (EncodedSize; the entry
+// header is not counted), and LedgerInfo records a ledger's Entries and
+// Msgs apart (records written before batching, without "msgs", load with
+// Msgs = Entries).
 //
 // # Acknowledgement and rollover
 //
@@ -63,18 +105,20 @@
 // sure to find its ledger: one in the list, or the spare. The next ledger
 // is created ahead (the spare, recorded as TopicMeta.Spare), and Publish
 // switches to it the moment the open ledger reaches a rollover limit, so
-// ledgers hold exactly RolloverEntries entries unless publishes outrun the
-// previous rollover. The loop then closes the old ledger and records both,
-// with a snapshot and the next spare, in one conditioned Txn, while
-// acknowledgements go on. A next owner appends the spare to the list when
-// its entry 0 holds the sequence that follows the list's last ledger (the
-// old owner had switched to it), and deletes it otherwise; a ledger after
-// one that recovered short is deleted with every later one (none of their
-// entries can have been acknowledged, as answers go out in order). When
+// ledgers hold exactly RolloverEntries messages unless publishes outrun
+// the previous rollover; messages queued for the old ledger still go to
+// it. The loop then waits until every message of the old ledger is
+// confirmed, closes it and records both, with a snapshot and the next
+// spare, in one conditioned Txn, while acknowledgements go on. A next
+// owner appends the spare to the list when its first message holds the
+// sequence that follows the list's last ledger (the old owner had
+// switched to it), and deletes it otherwise; a ledger after one that
+// recovered short is deleted with every later one (none of their
+// messages can have been acknowledged, as answers go out in order). When
 // no recorded spare is ready, or for a purge, the loop switches to an
-// unrecorded ledger whose entries are acknowledged only after the Txn. A
+// unrecorded ledger whose messages are acknowledged only after the Txn. A
 // crash between creating a ledger and recording it leaves that ledger
-// unlisted, with none of its entries acknowledged; its custom property
+// unlisted, with none of its messages acknowledged; its custom property
 // CustomTopic names the topic for a region-level cleanup.
 //
 // The open ledger's confirmed messages stay in the cache until it is
@@ -84,7 +128,9 @@
 // # What is approximate
 //
 //   - Bytes (State.Bytes, MaxBytes, DiscardNew MaxBytes): each message
-//     counts its encoded entry size. After a trim that leaves a ledger partly
+//     counts its record's size (EncodedSize; messages of ledgers written
+//     before batching are counted at their single-message entry's size, a
+//     few bytes more). After a trim that leaves a ledger partly
 //     live, its trimmed part is counted exactly for cached messages and at
 //     the ledger's average size for the others; the count is exact again
 //     once the whole ledger is below FirstSeq.
@@ -121,9 +167,11 @@
 // DeleteTopic or a loss); Done is closed after every pending publish was
 // answered; OnLost then runs on the loop goroutine and may call the ML's
 // methods. Publish, Read, State and the other accessors take one mutex for
-// short sections; Publish holds an append lock across the ledger append so
-// that entry order is sequence order (AppendAsync's back-pressure blocks
-// there). The ML never closes Config.Store or Config.Ledgers.
+// short sections, never held across I/O. Entries are appended by the
+// sender of the moment (see Batching), on a Publish's goroutine or the
+// ledger writer's callback goroutine; Publish blocks only for
+// Config.MaxQueuedBytes. The entry index has its own leaf lock. The ML
+// never closes Config.Store or Config.Ledgers.
 //
 // # The caller's duties
 //

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Message is one stored message: one ledger entry.
+// Message is one stored message (one of the messages of a ledger entry).
 type Message struct {
 	// Seq is the topic's sequence (JetStream stream sequence): 1-based,
 	// gap-free.
@@ -24,65 +24,214 @@ type Message struct {
 	Time time.Time
 }
 
-// Entry encoding, version 1 (one message per ledger entry):
+// Entry encoding, version 2 (a batch of messages per ledger entry):
 //
-//	version  byte     entryVersion (1)
-//	flags    byte     0 for now; see below
+//	version  byte      entryV2 (2)
+//	first    8 bytes   big-endian: the sequence of the first message
+//	count    4 bytes   big-endian: n ≥ 1 messages, sequences first..first+n-1
+//	n records, one per message, in sequence order:
+//	  flags    byte    0 for now; see below
+//	  time     varint  publish time, Unix nanoseconds
+//	  subject  uvarint length, then the bytes
+//	  header   uvarint length, then the bytes (0: no header)
+//	  [origin fields, when a flag says so: geo-replication, later]
+//	  data     uvarint length, then the bytes
+//
+// The entry header has a fixed size (batchHeaderSize) so that a ledger's
+// message bytes follow from its length and entry count alone (msgBytes):
+// a recovered ledger's totals are exact without reading it. A record's
+// size does not depend on the batch it is in (times are absolute), so a
+// message's size (EncodedSize, what Bytes and MaxBytes count) is known
+// when it is published.
+//
+// Each record's flags byte is reserved for the origin fields
+// geo-replication will add (origin region, incarnation, origin seq,
+// origin time): each will get a bit, and its fields will follow the
+// header, before the data. Decoders reject any flag bit they do not know,
+// since they could not find where the record ends.
+//
+// Version 1, written before batching, held exactly one message per entry
+// and is still decoded (DecodeBatch returns its one message):
+//
+//	version  byte     entryV1 (1)
+//	flags    byte     0
 //	seq      uvarint
 //	time     varint   publish time, Unix nanoseconds
 //	subject  uvarint length, then the bytes
 //	header   uvarint length, then the bytes (0: no header)
-//	[origin fields, when a flag says so: geo-replication, later]
 //	data     the rest of the entry
-//
-// The flags byte is reserved for the origin fields geo-replication will
-// add (origin region, incarnation, origin seq, origin time): each will
-// get a bit, and its fields will follow the header, before the data.
-// Version 1 decoders reject any flag bit they do not know, since they
-// could not find where the data starts.
 const (
-	entryVersion = 1
+	entryV1 = 1
+	entryV2 = 2
+	// batchHeaderSize is the size of a version 2 entry's header.
+	batchHeaderSize = 1 + 8 + 4
 	// flagsKnown are the flag bits this version understands (none yet).
 	flagsKnown byte = 0
+	// minRecordSize is the smallest encoded record (flags, time and three
+	// zero lengths): it bounds the count a well-formed entry can claim.
+	minRecordSize = 5
+	// maxBatchCount is the largest count an entry may have.
+	maxBatchCount = math.MaxUint32
 )
 
-// EncodedSize is the length of EncodeEntry's output for m.
+// EncodedSize is the size of m's record in an entry: what m counts for
+// State.Bytes, MaxBytes and the rollover by bytes. The entry holding it
+// adds batchHeaderSize bytes, shared by its messages.
 func EncodedSize(m *Message) int {
-	return 2 + uvarintLen(m.Seq) + varintLen(m.Time.UnixNano()) +
+	return 1 + varintLen(m.Time.UnixNano()) +
 		uvarintLen(uint64(len(m.Subject))) + len(m.Subject) +
-		uvarintLen(uint64(len(m.Header))) + len(m.Header) + len(m.Data)
+		uvarintLen(uint64(len(m.Header))) + len(m.Header) +
+		uvarintLen(uint64(len(m.Data))) + len(m.Data)
 }
 
-// EncodeEntry appends m's encoding (see above) to dst and returns it.
-func EncodeEntry(dst []byte, m *Message) []byte {
-	dst = append(dst, entryVersion, 0)
-	dst = binary.AppendUvarint(dst, m.Seq)
+// appendRecord appends m's record (without its sequence, which the
+// entry header implies) to dst.
+func appendRecord(dst []byte, m *Message) []byte {
+	dst = append(dst, 0) // flags
 	dst = binary.AppendVarint(dst, m.Time.UnixNano())
 	dst = binary.AppendUvarint(dst, uint64(len(m.Subject)))
 	dst = append(dst, m.Subject...)
 	dst = binary.AppendUvarint(dst, uint64(len(m.Header)))
 	dst = append(dst, m.Header...)
+	dst = binary.AppendUvarint(dst, uint64(len(m.Data)))
 	return append(dst, m.Data...)
 }
 
-// DecodeEntry decodes an entry written by EncodeEntry. Header and Data
-// alias b (Header is nil when empty, Data nil when empty). Errors wrap
-// ErrCorrupt and name the malformed field; it never panics.
-func DecodeEntry(b []byte) (Message, error) {
+// appendBatchHeader appends a version 2 entry header for n messages from
+// sequence first.
+func appendBatchHeader(dst []byte, first uint64, n int) []byte {
+	dst = append(dst, entryV2)
+	dst = binary.BigEndian.AppendUint64(dst, first)
+	return binary.BigEndian.AppendUint32(dst, uint32(n))
+}
+
+// EncodeBatch appends the version 2 entry holding msgs to dst and
+// returns it. msgs must not be empty and hold consecutive sequences
+// (msgs[i].Seq = msgs[0].Seq+i): only msgs[0].Seq is stored.
+func EncodeBatch(dst []byte, msgs []Message) []byte {
+	dst = appendBatchHeader(dst, msgs[0].Seq, len(msgs))
+	for i := range msgs {
+		dst = appendRecord(dst, &msgs[i])
+	}
+	return dst
+}
+
+// batchSize is the length of EncodeBatch's output for messages whose
+// EncodedSizes sum to recordBytes.
+func batchSize(recordBytes int) int { return batchHeaderSize + recordBytes }
+
+// msgBytes is the message bytes (the sum of EncodedSize) of a ledger of
+// version 2 entries, from its length (payload bytes) and entry count.
+func msgBytes(length, entries int64) int64 { return length - entries*batchHeaderSize }
+
+// DecodeBatch decodes an entry written by EncodeBatch (version 2) or by
+// the single-message encoder before it (version 1) and returns its
+// messages, in sequence order (at least one). Subjects are copied;
+// Header and Data alias b (Header is nil when empty, Data nil when
+// empty). Errors wrap ErrCorrupt and name the malformed field (and the
+// message, for version 2); it never panics.
+func DecodeBatch(b []byte) ([]Message, error) {
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%w: empty entry", ErrCorrupt)
+	}
+	switch b[0] {
+	case entryV1:
+		m, err := decodeV1(b)
+		if err != nil {
+			return nil, err
+		}
+		return []Message{m}, nil
+	case entryV2:
+		return decodeV2(b)
+	default:
+		return nil, fmt.Errorf("%w: entry version %d, want %d or %d", ErrCorrupt, b[0], entryV1, entryV2)
+	}
+}
+
+func decodeV2(b []byte) ([]Message, error) {
+	if len(b) < batchHeaderSize {
+		return nil, fmt.Errorf("%w: entry of %d bytes, shorter than its %d-byte header", ErrCorrupt, len(b), batchHeaderSize)
+	}
+	first := binary.BigEndian.Uint64(b[1:9])
+	n := uint64(binary.BigEndian.Uint32(b[9:13]))
+	p := b[batchHeaderSize:]
+	switch {
+	case n == 0:
+		return nil, fmt.Errorf("%w: entry count 0", ErrCorrupt)
+	case n > uint64(len(p)/minRecordSize):
+		return nil, fmt.Errorf("%w: entry count %d in %d bytes of records", ErrCorrupt, n, len(p))
+	case first == 0 || first+(n-1) < first:
+		return nil, fmt.Errorf("%w: entry sequences %d+%d out of range", ErrCorrupt, first, n)
+	}
+	msgs := make([]Message, n)
+	for i := range msgs {
+		m := &msgs[i]
+		var err error
+		if p, err = decodeRecord(p, m); err != nil {
+			return nil, fmt.Errorf("%w (message %d of %d)", err, i+1, n)
+		}
+		m.Seq = first + uint64(i)
+	}
+	if len(p) > 0 {
+		return nil, fmt.Errorf("%w: entry has %d bytes after its %d messages", ErrCorrupt, len(p), n)
+	}
+	return msgs, nil
+}
+
+// decodeRecord decodes one version 2 record from p into m (all but Seq)
+// and returns the rest of p.
+func decodeRecord(p []byte, m *Message) ([]byte, error) {
+	if len(p) == 0 {
+		return nil, fmt.Errorf("%w: entry record flags: no bytes left", ErrCorrupt)
+	}
+	if f := p[0] &^ flagsKnown; f != 0 {
+		return nil, fmt.Errorf("%w: entry record flags %#02x not known to version %d", ErrCorrupt, f, entryV2)
+	}
+	p = p[1:]
+	ns, n := binary.Varint(p)
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: entry record time: bad varint", ErrCorrupt)
+	}
+	p = p[n:]
+	subj, p, err := lenPrefixed(p, "subject")
+	if err != nil {
+		return nil, err
+	}
+	hdr, p, err := lenPrefixed(p, "header")
+	if err != nil {
+		return nil, err
+	}
+	data, p, err := lenPrefixed(p, "data")
+	if err != nil {
+		return nil, err
+	}
+	m.Time = time.Unix(0, ns).UTC()
+	m.Subject = string(subj)
+	if len(hdr) > 0 {
+		m.Header = hdr
+	}
+	if len(data) > 0 {
+		m.Data = data
+	}
+	return p, nil
+}
+
+// decodeV1 decodes a version 1 (single-message) entry.
+func decodeV1(b []byte) (Message, error) {
 	var m Message
 	if len(b) < 2 {
-		return m, fmt.Errorf("%w: entry of %d bytes, shorter than its 2-byte prefix", ErrCorrupt, len(b))
-	}
-	if b[0] != entryVersion {
-		return m, fmt.Errorf("%w: entry version %d, want %d", ErrCorrupt, b[0], entryVersion)
+		return m, fmt.Errorf("%w: version 1 entry of %d bytes, shorter than its 2-byte prefix", ErrCorrupt, len(b))
 	}
 	if f := b[1] &^ flagsKnown; f != 0 {
-		return m, fmt.Errorf("%w: entry flags %#02x not known to version %d", ErrCorrupt, f, entryVersion)
+		return m, fmt.Errorf("%w: entry flags %#02x not known to version %d", ErrCorrupt, f, entryV1)
 	}
 	p := b[2:]
 	seq, n := binary.Uvarint(p)
 	if n <= 0 {
 		return m, fmt.Errorf("%w: entry seq: bad uvarint", ErrCorrupt)
+	}
+	if seq == 0 {
+		return m, fmt.Errorf("%w: entry seq 0", ErrCorrupt)
 	}
 	p = p[n:]
 	ns, n := binary.Varint(p)

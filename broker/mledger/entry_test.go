@@ -2,6 +2,8 @@ package mledger
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"math"
 	"strings"
@@ -14,83 +16,225 @@ func sameMessage(a, b Message) bool {
 		bytes.Equal(a.Data, b.Data) && a.Time.Equal(b.Time)
 }
 
-func TestEntryRoundTrip(t *testing.T) {
-	hdr := []byte("NATS/1.0\r\nNats-Msg-Id: x\r\n\r\n")
-	for _, m := range []Message{
-		{Seq: 1, Subject: "a", Time: time.Unix(0, 0).UTC()},
-		{Seq: 2, Subject: "t.ns.orders.eu", Header: hdr, Data: []byte("hello"), Time: time.Unix(1700000000, 123456789).UTC()},
-		{Seq: math.MaxUint64, Subject: strings.Repeat("s", 300), Data: bytes.Repeat([]byte{0}, 1000), Time: time.Unix(-5, 0).UTC()},
-	} {
-		b := EncodeEntry(nil, &m)
-		if len(b) != EncodedSize(&m) {
-			t.Errorf("seq %d: EncodedSize %d, encoded %d bytes", m.Seq, EncodedSize(&m), len(b))
-		}
-		got, err := DecodeEntry(b)
-		if err != nil {
-			t.Fatalf("seq %d: %v", m.Seq, err)
-		}
-		if !sameMessage(got, m) {
-			t.Errorf("round trip: got %+v, want %+v", got, m)
-		}
-		if got.Time.Location() != time.UTC {
-			t.Errorf("time not UTC: %v", got.Time.Location())
+// encodeV1 is the version 1 (single-message) encoder used before
+// batching, kept for tests of reading old data.
+func encodeV1(dst []byte, m *Message) []byte {
+	dst = append(dst, entryV1, 0)
+	dst = binary.AppendUvarint(dst, m.Seq)
+	dst = binary.AppendVarint(dst, m.Time.UnixNano())
+	dst = binary.AppendUvarint(dst, uint64(len(m.Subject)))
+	dst = append(dst, m.Subject...)
+	dst = binary.AppendUvarint(dst, uint64(len(m.Header)))
+	dst = append(dst, m.Header...)
+	return append(dst, m.Data...)
+}
+
+func v1Size(m *Message) int {
+	return 2 + uvarintLen(m.Seq) + varintLen(m.Time.UnixNano()) +
+		uvarintLen(uint64(len(m.Subject))) + len(m.Subject) +
+		uvarintLen(uint64(len(m.Header))) + len(m.Header) + len(m.Data)
+}
+
+var testMsgs = []Message{
+	{Seq: 1, Subject: "a", Time: time.Unix(0, 0).UTC()},
+	{Seq: 2, Subject: "t.ns.orders.eu", Header: []byte("NATS/1.0\r\nNats-Msg-Id: x\r\n\r\n"), Data: []byte("hello"), Time: time.Unix(1700000000, 123456789).UTC()},
+	{Seq: 3, Subject: strings.Repeat("s", 300), Data: bytes.Repeat([]byte{0}, 1000), Time: time.Unix(-5, 0).UTC()},
+	{Seq: 4, Subject: "", Header: []byte("NATS/1.0\r\n\r\n"), Time: time.Unix(1700000000, 0).UTC()},
+}
+
+func TestBatchRoundTrip(t *testing.T) {
+	for _, first := range []uint64{1, 1 << 40, math.MaxUint64 - 3} {
+		for n := 1; n <= len(testMsgs); n++ {
+			in := make([]Message, n)
+			records := 0
+			for i := range in {
+				in[i] = testMsgs[i]
+				in[i].Seq = first + uint64(i)
+				records += EncodedSize(&in[i])
+				if r := appendRecord(nil, &in[i]); len(r) != EncodedSize(&in[i]) {
+					t.Fatalf("record of %d bytes, EncodedSize %d", len(r), EncodedSize(&in[i]))
+				}
+			}
+			b := EncodeBatch([]byte("prefix"), in)[len("prefix"):]
+			if len(b) != batchSize(records) || msgBytes(int64(len(b)), 1) != int64(records) {
+				t.Fatalf("%d messages: %d bytes, batchSize %d", n, len(b), batchSize(records))
+			}
+			got, err := DecodeBatch(b)
+			if err != nil {
+				t.Fatalf("first %d, %d messages: %v", first, n, err)
+			}
+			if len(got) != n {
+				t.Fatalf("decoded %d messages, want %d", len(got), n)
+			}
+			for i := range got {
+				if !sameMessage(got[i], in[i]) {
+					t.Errorf("message %d: got %+v, want %+v", i, got[i], in[i])
+				}
+				if got[i].Time.Location() != time.UTC {
+					t.Errorf("time not UTC: %v", got[i].Time.Location())
+				}
+				if (got[i].Header == nil) != (len(in[i].Header) == 0) || (got[i].Data == nil) != (len(in[i].Data) == 0) {
+					t.Errorf("message %d: empty fields must be nil: %+v", i, got[i])
+				}
+			}
 		}
 	}
 }
 
-func TestDecodeEntryMalformed(t *testing.T) {
-	good := EncodeEntry(nil, &Message{Seq: 7, Subject: "subj", Header: []byte("NATS/1.0\r\n\r\n"), Data: []byte("d"), Time: time.Unix(1, 0)})
+// TestDecodeV1: entries written before batching decode as one message.
+func TestDecodeV1(t *testing.T) {
+	for _, m := range testMsgs {
+		b := encodeV1(nil, &m)
+		got, err := DecodeBatch(b)
+		if err != nil || len(got) != 1 || !sameMessage(got[0], m) {
+			t.Fatalf("v1 %+v: %+v, %v", m, got, err)
+		}
+	}
+}
+
+// TestStoredMessage: Publish's view of a message aliasing its record.
+func TestStoredMessage(t *testing.T) {
+	for _, m := range testMsgs {
+		rec := appendRecord(nil, &m)
+		got := storedMessage(rec, &m)
+		if !sameMessage(got, m) || (got.Header == nil) != (len(m.Header) == 0) || (got.Data == nil) != (len(m.Data) == 0) {
+			t.Fatalf("stored %+v, want %+v", got, m)
+		}
+		if len(m.Data) > 0 && &got.Data[0] != &rec[len(rec)-len(m.Data)] {
+			t.Fatal("data does not alias the record")
+		}
+	}
+}
+
+func TestDecodeBatchMalformed(t *testing.T) {
+	rec := func(m Message) []byte { return appendRecord(nil, &m) }
+	hdr := func(first uint64, n uint32) []byte {
+		b := []byte{entryV2}
+		b = binary.BigEndian.AppendUint64(b, first)
+		return binary.BigEndian.AppendUint32(b, n)
+	}
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	one := rec(Message{Subject: "subj", Header: []byte("NATS/1.0\r\n\r\n"), Data: []byte("d"), Time: time.Unix(1, 0)})
+	good1 := encodeV1(nil, &Message{Seq: 7, Subject: "subj", Header: []byte("NATS/1.0\r\n\r\n"), Data: []byte("d"), Time: time.Unix(1, 0)})
 	cases := map[string]struct {
 		b    []byte
 		want string
 	}{
-		"empty":        {nil, "shorter than"},
-		"version":      {append([]byte{2}, good[1:]...), "version 2"},
-		"flags":        {append([]byte{1, 0x80}, good[2:]...), "flags"},
-		"seq":          {[]byte{1, 0, 0x80}, "seq"},
-		"time":         {[]byte{1, 0, 1, 0x80}, "time"},
-		"subject len":  {[]byte{1, 0, 1, 2, 0x80}, "subject length"},
-		"subject past": {[]byte{1, 0, 1, 2, 5, 'a'}, "subject length 5"},
-		"header past":  {[]byte{1, 0, 1, 2, 1, 'a', 9}, "header length 9"},
+		"empty":             {nil, "empty entry"},
+		"version":           {append([]byte{3}, one...), "version 3"},
+		"v2 short header":   {hdr(1, 1)[:12], "shorter than its 13-byte header"},
+		"v2 count 0":        {hdr(1, 0), "count 0"},
+		"v2 count too big":  {cat(hdr(1, 2), one[:4]), "count 2 in 4 bytes"},
+		"v2 seq 0":          {cat(hdr(0, 1), one), "sequences 0+1"},
+		"v2 seq overflow":   {cat(hdr(math.MaxUint64, 2), one, one), "out of range"},
+		"v2 flags":          {cat(hdr(1, 1), []byte{0x40}, one[1:]), "record flags 0x40"},
+		"v2 time":           {cat(hdr(1, 1), []byte{0, 0x80, 0x80, 0x80, 0x80, 0x80}), "record time"},
+		"v2 subject past":   {cat(hdr(1, 1), []byte{0, 2, 9, 'a', 0, 0}), "subject length 9"},
+		"v2 header past":    {cat(hdr(1, 1), []byte{0, 2, 1, 'a', 7, 0}), "header length 7"},
+		"v2 data past":      {cat(hdr(1, 1), []byte{0, 2, 0, 0, 5, 'x'}), "data length 5"},
+		"v2 data bad len":   {cat(hdr(1, 1), []byte{0, 2, 0, 0, 0x80, 0x80}), "data length: bad uvarint"},
+		"v2 second message": {cat(hdr(5, 2), one, []byte{0, 2, 9, 'a', 0, 0}), "message 2 of 2"},
+		"v2 trailing":       {cat(hdr(1, 1), one, []byte{0, 0, 0, 0, 0, 0}), "6 bytes after its 1 messages"},
+		"v1 short":          {[]byte{1}, "shorter than its 2-byte prefix"},
+		"v1 flags":          {append([]byte{1, 0x80}, good1[2:]...), "flags"},
+		"v1 seq":            {[]byte{1, 0, 0x80}, "seq"},
+		"v1 seq 0":          {[]byte{1, 0, 0, 2, 0, 0}, "seq 0"},
+		"v1 time":           {[]byte{1, 0, 1, 0x80}, "time"},
+		"v1 subject len":    {[]byte{1, 0, 1, 2, 0x80}, "subject length"},
+		"v1 subject past":   {[]byte{1, 0, 1, 2, 5, 'a'}, "subject length 5"},
+		"v1 header past":    {[]byte{1, 0, 1, 2, 1, 'a', 9}, "header length 9"},
 	}
 	for name, c := range cases {
-		_, err := DecodeEntry(c.b)
+		_, err := DecodeBatch(c.b)
 		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err %v, want ErrCorrupt naming %q", name, err, c.want)
 		}
 	}
 }
 
-// FuzzDecodeEntry: decoding never panics, and whatever decodes encodes
-// back to the same bytes (the format has one encoding per message);
-// messages built from the input round-trip.
+// FuzzDecodeEntry: decoding (either version) never panics, and whatever
+// decodes encodes back to the same bytes in its version (the formats have
+// one encoding per message, up to redundant varint bytes); messages built
+// from the input round-trip through both versions.
 func FuzzDecodeEntry(f *testing.F) {
-	f.Add(EncodeEntry(nil, &Message{Seq: 1, Subject: "a.b", Header: []byte("NATS/1.0\r\nA: b\r\n\r\n"), Data: []byte("x"), Time: time.Unix(5, 6)}))
+	m := Message{Seq: 1, Subject: "a.b", Header: []byte("NATS/1.0\r\nA: b\r\n\r\n"), Data: []byte("x"), Time: time.Unix(5, 6)}
+	f.Add(encodeV1(nil, &m))
+	f.Add(EncodeBatch(nil, []Message{m, {Seq: 2, Subject: "c", Time: time.Unix(7, 0)}}))
 	f.Add([]byte{1, 0, 0, 0, 0, 0})
 	f.Add([]byte{1, 0, 0xff, 0xff, 0xff})
+	f.Add([]byte{2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0})
+	f.Add([]byte{2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := DecodeEntry(b)
+		msgs, err := DecodeBatch(b)
 		if err == nil {
-			if re := EncodeEntry(nil, &m); !bytes.Equal(re, b) && canonicalVarints(b) {
+			if len(msgs) == 0 {
+				t.Fatal("decoded no message")
+			}
+			for i := range msgs {
+				if msgs[i].Seq != msgs[0].Seq+uint64(i) {
+					t.Fatalf("message %d has seq %d after %d", i, msgs[i].Seq, msgs[0].Seq)
+				}
+			}
+			var re []byte
+			size := 0
+			if b[0] == entryV1 {
+				re, size = encodeV1(nil, &msgs[0]), v1Size(&msgs[0])
+			} else {
+				re = EncodeBatch(nil, msgs)
+				size = batchHeaderSize
+				for i := range msgs {
+					size += EncodedSize(&msgs[i])
+				}
+			}
+			if size == len(b) && !bytes.Equal(re, b) { // else: redundant varint bytes
 				t.Fatalf("re-encoding %x gave %x", b, re)
 			}
 		}
-		// Any message made of the input round-trips.
+		// Messages made of the input round-trip, as a batch and in v1.
 		n := len(b) / 3
-		in := Message{Seq: uint64(len(b)) * 7919, Subject: string(b[:n]), Header: b[n : 2*n], Data: b[2*n:], Time: time.Unix(0, int64(len(b))*1e9+int64(n)).UTC()}
-		got, err := DecodeEntry(EncodeEntry(nil, &in))
-		if err != nil || !sameMessage(got, in) {
+		in := []Message{
+			{Seq: uint64(len(b))*7919 + 1, Subject: string(b[:n]), Header: b[n : 2*n], Data: b[2*n:], Time: time.Unix(0, int64(len(b))*1e9+int64(n)).UTC()},
+			{Seq: uint64(len(b))*7919 + 2, Subject: string(b[2*n:]), Data: b[:n], Time: time.Unix(0, -int64(n)).UTC()},
+		}
+		got, err := DecodeBatch(EncodeBatch(nil, in))
+		if err != nil || len(got) != 2 || !sameMessage(got[0], in[0]) || !sameMessage(got[1], in[1]) {
 			t.Fatalf("round trip of %+v: %+v, %v", in, got, err)
+		}
+		got, err = DecodeBatch(encodeV1(nil, &in[0]))
+		if err != nil || len(got) != 1 || !sameMessage(got[0], in[0]) {
+			t.Fatalf("v1 round trip of %+v: %+v, %v", in[0], got, err)
 		}
 	})
 }
 
-// canonicalVarints reports whether re-encoding can be expected to give b
-// back: varints may be written with redundant continuation bytes, which
-// decode fine but encode shorter.
-func canonicalVarints(b []byte) bool {
-	m, err := DecodeEntry(b)
-	return err == nil && EncodedSize(&m) == len(b)
+// TestLedgerInfoCompat: a ledger list written before batching (no
+// "msgs": one message per entry) loads with Msgs = Entries; a new one
+// round-trips.
+func TestLedgerInfoCompat(t *testing.T) {
+	old := `{"ledgers":[{"id":3,"first_seq":1,"entries":10,"bytes":400,"first_time":"2025-01-01T00:00:00Z","last_time":"2025-01-01T00:00:09Z","state":"closed"},` +
+		`{"id":4,"first_seq":11,"entries":-1,"bytes":0,"first_time":"0001-01-01T00:00:00Z","last_time":"0001-01-01T00:00:00Z","state":"open"}],"first_seq":1}`
+	var tm TopicMeta
+	if err := json.Unmarshal([]byte(old), &tm); err != nil {
+		t.Fatal(err)
+	}
+	if l := tm.Ledgers[0]; l.Msgs != 10 || l.Entries != 10 || l.Bytes != 400 || l.end() != 10 || !l.LastTime.Equal(t0.Add(9*time.Second)) {
+		t.Fatalf("old closed ledger: %+v", l)
+	}
+	if l := tm.Ledgers[1]; l.Msgs != -1 || l.Entries != -1 || l.State != LedgerOpen {
+		t.Fatalf("old open ledger: %+v", l)
+	}
+	if _, _, err := restoreCore(&TopicMeta{FirstSeq: 1, Ledgers: tm.Ledgers[:1]}, Limits{}, 1000); err != nil {
+		t.Fatalf("restore from an old list: %v", err)
+	}
+	li := LedgerInfo{ID: 5, FirstSeq: 11, Entries: 2, Msgs: 7, Bytes: 90, State: LedgerClosed}
+	b, _ := json.Marshal(li)
+	var back LedgerInfo
+	if err := json.Unmarshal(b, &back); err != nil || back != li {
+		t.Fatalf("round trip %s: %+v, %v", b, back, err)
+	}
+	if !strings.Contains(string(b), `"msgs":7`) {
+		t.Fatalf("encoded %s", b)
+	}
 }
 
 func TestNameKey(t *testing.T) {

@@ -33,21 +33,19 @@ func (m *ML) closeOnLoop(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(m.ctx, cancel)()
-	m.appendMu.Lock()
 	m.mu.Lock()
 	if err := m.refuseErr(); err != nil {
 		m.mu.Unlock()
-		m.appendMu.Unlock()
 		return err
 	}
 	m.closing = true
+	m.wakeRoomLocked() // blocked Publishes are refused now
 	spare := m.spare
 	if spare != nil { // deleted after the final write
 		m.spare, m.spareSaved = nil, false
 		m.trash = append(m.trash, spare.id)
 	}
 	m.mu.Unlock()
-	m.appendMu.Unlock()
 	if spare != nil {
 		abort(spare)
 	}
@@ -58,16 +56,17 @@ func (m *ML) closeOnLoop(ctx context.Context) error {
 	cur, last := m.cur, m.core.head.seq
 	m.mu.Unlock()
 
+	if err := m.waitConfirmed(ctx, last); err != nil { // queued messages sent first
+		return err
+	}
 	md, err := cur.w.Close(ctx)
 	if err != nil {
 		m.lose(fmt.Errorf("close ledger %d: %w", cur.id, err))
 		return m.Err()
 	}
-	if err := m.waitConfirmed(last); err != nil {
-		return err
-	}
 	m.mu.Lock()
-	if err := m.core.closeLedger(cur.id, md.LastEntryID+1, md.Length); err != nil {
+	entries := md.LastEntryID + 1
+	if err := m.core.closeLedger(cur.id, entries, msgBytes(md.Length, entries)); err != nil {
 		m.mu.Unlock()
 		m.lose(err)
 		return err
@@ -109,11 +108,9 @@ func (m *ML) DeleteTopic(ctx context.Context) error {
 }
 
 func (m *ML) deleteOnLoop(ctx context.Context) error {
-	m.appendMu.Lock()
 	m.mu.Lock()
 	if err := m.refuseErr(); err != nil {
 		m.mu.Unlock()
-		m.appendMu.Unlock()
 		return err
 	}
 	m.closing = true
@@ -129,7 +126,6 @@ func (m *ML) deleteOnLoop(ctx context.Context) error {
 		}
 	}
 	m.mu.Unlock()
-	m.appendMu.Unlock()
 	for _, l := range ws {
 		abort(l)
 		if !slices.Contains(ids, l.id) {

@@ -137,16 +137,16 @@ func (m *ML) forget() {
 			m.mu.Unlock()
 			continue
 		}
-		id, first, last := l.ID, l.FirstSeq, min(l.last(), m.core.first-1, seq+255)
+		ref := refOf(l)
 		m.mu.Unlock()
 		if time.Now().Before(m.readRetry) {
 			return
 		}
-		msgs, err := m.readLedger(m.ctx, id, first, seq, last)
+		msgs, err := m.readLedger(m.ctx, ref, seq)
 		if err != nil {
 			if m.ctx.Err() == nil {
 				m.readRetry = time.Now().Add(time.Second)
-				m.log.Warn("reading trimmed messages for the subject index failed; will retry", "ledger", id, "err", err)
+				m.log.Warn("reading trimmed messages for the subject index failed; will retry", "ledger", ref.id, "err", err)
 			}
 			return
 		}

@@ -28,7 +28,7 @@ type TopicMeta struct {
 	FirstSeq uint64 `json:"first_seq"`
 	// Ledgers, by increasing FirstSeq and id: closed ledgers, then at most
 	// one open ledger (the owner's writer). Contiguous: each ledger's
-	// FirstSeq is the previous one's FirstSeq + Entries.
+	// FirstSeq is the previous one's FirstSeq + Msgs.
 	Ledgers []LedgerInfo `json:"ledgers"`
 	// Snapshot is the owner's state as of Snapshot.LastSeq, written with
 	// every change of Ledgers; nil before the first Open.
@@ -47,11 +47,20 @@ type TopicMeta struct {
 type LedgerInfo struct {
 	// ID is the ledger id (bookie/ledger).
 	ID int64 `json:"id"`
-	// FirstSeq is the sequence of its entry 0: entry e holds FirstSeq+e.
+	// FirstSeq is the sequence of its first message (the first of entry
+	// 0's batch).
 	FirstSeq uint64 `json:"first_seq"`
-	// Entries is its number of entries once closed; -1 while open.
+	// Entries is its number of ledger entries once closed; -1 while open.
 	Entries int64 `json:"entries"`
-	// Bytes is the sum of its entries' sizes once closed (0 while open).
+	// Msgs is its number of messages once closed (an entry holds a batch
+	// of one or more: Msgs ≥ Entries); -1 while open. Records written
+	// before entries held batches have no "msgs": each of their entries
+	// held one message, and Msgs loads as Entries (UnmarshalJSON).
+	Msgs int64 `json:"msgs"`
+	// Bytes is the sum of its messages' sizes (EncodedSize) once closed (0
+	// while open): its ledger length less the entry headers. (Records
+	// written before batching counted whole single-message entries, a few
+	// bytes more per message.)
 	Bytes int64 `json:"bytes"`
 	// FirstTime, LastTime are the publish times of its first and last
 	// messages once closed (zero while open or empty).
@@ -61,8 +70,27 @@ type LedgerInfo struct {
 	State string `json:"state"`
 }
 
+// UnmarshalJSON decodes a LedgerInfo, also as written before entries
+// held batches (no "msgs": one message per entry).
+func (l *LedgerInfo) UnmarshalJSON(b []byte) error {
+	type plain LedgerInfo // without this method
+	var v struct {
+		plain
+		Msgs *int64 `json:"msgs"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*l = LedgerInfo(v.plain)
+	l.Msgs = l.Entries
+	if v.Msgs != nil {
+		l.Msgs = *v.Msgs
+	}
+	return nil
+}
+
 // end is the last sequence a closed ledger holds (FirstSeq-1 if empty).
-func (l LedgerInfo) end() uint64 { return l.FirstSeq + uint64(max(l.Entries, 0)) - 1 }
+func (l LedgerInfo) end() uint64 { return l.FirstSeq + uint64(max(l.Msgs, 0)) - 1 }
 
 // Snapshot is what a new owner needs beyond the ledger list to go on
 // exactly where the last one stopped: it rebuilds its state from this

@@ -35,10 +35,6 @@ type ML struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// appendMu serializes sequence assignment with AppendAsync, so that
-	// entry order is sequence order. Taken before mu.
-	appendMu sync.Mutex
-
 	mu      sync.Mutex
 	core    *core
 	spec    []byte
@@ -51,15 +47,24 @@ type ML struct {
 	spareSaved bool
 	queue      []*item // publishes not yet answered, in call order
 	qhead      int
-	cache      tailCache
-	backlog    backlogCache
-	trash      []int64 // ledgers out of the list, to delete
-	dirty      bool    // state changed since the last metadata write
-	closing    bool    // Close or DeleteTopic began: Publish refused
-	stopErr    error   // set once stopped: what later calls get
-	lostErr    error   // set when it stopped by itself (OnLost)
-	notify     chan struct{}
-	rollErr    time.Time // a rollover failed to create a ledger: retry after
+	// batch queues stored messages until they go to the ledger writer, in
+	// entries it cuts (the batching policy).
+	batch batcher
+	// sending: a goroutine is in send, appending the entries batch lets
+	// go; only it appends, so entry order is sequence order.
+	sending bool
+	// room, when not nil, is closed once queued bytes drop (or the ML
+	// stops): Publishes blocked by MaxQueuedBytes wait on it.
+	room    chan struct{}
+	cache   tailCache
+	backlog backlogCache
+	trash   []int64 // ledgers out of the list, to delete
+	dirty   bool    // state changed since the last metadata write
+	closing bool    // Close or DeleteTopic began: Publish refused
+	stopErr error   // set once stopped: what later calls get
+	lostErr error   // set when it stopped by itself (OnLost)
+	notify  chan struct{}
+	rollErr time.Time // a rollover failed to create a ledger: retry after
 
 	// rev is the topic key's mod revision as last written; only the loop
 	// (and Open, before it starts) touches it.
@@ -77,6 +82,8 @@ type ML struct {
 
 	rmu     sync.Mutex
 	readers map[int64]*ledger.Reader // of closed ledgers
+	// index maps sequences to entries within ledgers.
+	index *entryIndex
 }
 
 // openLedger is a ledger the ML writes.
@@ -85,24 +92,28 @@ type openLedger struct {
 	id       int64
 	firstSeq uint64
 	created  time.Time
-	appended int64 // entries appended (guarded by mu)
-	bytes    int64 // their bytes
+	appended int64 // messages given to it (queued or sent; guarded by mu)
+	bytes    int64 // their bytes (EncodedSize)
+	entries  int64 // entries sent to its writer (guarded by mu)
 	// recorded: the ledger is in the list in etcd, so its confirmed
-	// entries may be acknowledged (guarded by mu).
+	// messages may be acknowledged (guarded by mu).
 	recorded bool
 }
 
 // item is one Publish awaiting its answer.
 type item struct {
-	done      func(PubResult, error)
-	seq       uint64 // assigned, or the original's for a duplicate
-	dup       bool
-	err       error // refused by a check
-	led       *openLedger
-	msg       Message // the stored message (aliases its entry)
-	msgID     string
-	size      int64
-	confirmed bool // the add completed at the ack quorum
+	done  func(PubResult, error)
+	seq   uint64 // assigned, or the original's for a duplicate
+	dup   bool
+	err   error // refused by a check
+	led   *openLedger
+	rec   []byte  // its record in an entry (appendRecord)
+	msg   Message // the stored message (aliases rec)
+	msgID string
+	size  int64 // EncodedSize = len(rec)
+	// entryFirst: it is the first message of its entry (set when sent).
+	entryFirst bool
+	confirmed  bool // its entry was confirmed at the ack quorum
 }
 
 type request struct {
@@ -120,6 +131,8 @@ func newML(cfg Config, name Name, tm *TopicMeta, rev int64, c *core) *ML {
 		trash: slices.Clone(tm.Trash), rev: rev,
 		cache:      tailCache{},
 		backlog:    backlogCache{budget: int64(cfg.CacheBytes / 4)},
+		batch:      newBatcher(cfg.MaxInflightEntries, cfg.MaxBatchMsgs, cfg.MaxBatchBytes),
+		index:      newEntryIndex(cfg.CacheBytes / 64),
 		notify:     make(chan struct{}),
 		completeCh: make(chan struct{}, 1), kickCh: make(chan struct{}, 1),
 		reqCh: make(chan request), done: make(chan struct{}),
@@ -252,6 +265,7 @@ func (m *ML) stopLocked(err error) {
 	}
 	m.stopErr = err
 	close(m.notify)
+	m.wakeRoomLocked()
 	m.wakeCompleter()
 }
 

@@ -65,15 +65,15 @@ func TestPublishRolloverReopen(t *testing.T) {
 	// when the previous rollover has finished, later otherwise).
 	closed, next := 0, uint64(1)
 	for _, l := range tm.Ledgers {
-		if l.FirstSeq != next || l.State == LedgerClosed && l.Entries < 100 {
+		if l.FirstSeq != next || l.State == LedgerClosed && l.Msgs < 100 {
 			t.Fatalf("after 1000 entries, rollover at 100: %+v", tm.Ledgers)
 		}
 		if l.State == LedgerClosed {
 			closed++
-			next += uint64(l.Entries)
+			next += uint64(l.Msgs)
 		}
 	}
-	if closed < 2 || tm.Ledgers[0].Entries != 100 { // the first switch uses Open's recorded spare
+	if closed < 2 || tm.Ledgers[0].Msgs != 100 { // the first switch uses Open's recorded spare
 		t.Fatalf("%d rollovers for 1000 entries at 100: %+v", closed, tm.Ledgers)
 	}
 	t.Logf("%d ledgers closed", closed)
@@ -600,76 +600,95 @@ func TestLeadershipCond(t *testing.T) {
 }
 
 // TestRecoverSpareAndHoles: takeover rules for a crash mid-rollover,
-// built directly with the ledger client: a spare whose entry 0 continues
-// the list is chained (its entries may have been acknowledged); a spare
-// that does not is dropped; a ledger after one that recovered short is
-// dropped with everything after it.
+// built directly with the ledger client: a spare whose first message
+// continues the list is chained (its messages may have been
+// acknowledged); a spare that does not is dropped; a ledger after one
+// that recovered short is dropped with everything after it. Each case
+// runs with version 2 entries (batches of up to 2 messages) and with
+// version 1 entries (one message each, as written before batching: a
+// crash during an upgrade).
 func TestRecoverSpareAndHoles(t *testing.T) {
 	e := newEnv(t)
 	ctx := testCtx(t)
-	// write makes an OPEN ledger holding seqs from..to (left open: the
-	// crashed owner's writer).
-	write := func(from, to uint64) int64 {
-		l, err := e.lc.Create(ctx, ledger.CreateOptions{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2, Password: ledgerPassword})
-		if err != nil {
-			t.Fatal(err)
+	for _, v1 := range []bool{false, true} {
+		// write makes an OPEN ledger holding seqs from..to (left open: the
+		// crashed owner's writer).
+		write := func(from, to uint64) int64 {
+			l, err := e.lc.Create(ctx, ledger.CreateOptions{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2, Password: ledgerPassword})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for s := from; s <= to; {
+				var batch []Message
+				for ; s <= to && len(batch) < 2; s++ {
+					batch = append(batch, Message{Seq: s, Subject: "r", Data: []byte(fmt.Sprint(s)), Time: t0.Add(time.Duration(s) * time.Second)})
+				}
+				entry := EncodeBatch(nil, batch)
+				if v1 {
+					s = batch[0].Seq + 1
+					entry = encodeV1(nil, &batch[0])
+				}
+				if _, err := l.Append(ctx, entry); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return l.ID()
 		}
-		for s := from; s <= to; s++ {
-			m := Message{Seq: s, Subject: "r", Data: []byte(fmt.Sprint(s)), Time: t0.Add(time.Duration(s) * time.Second)}
-			if _, err := l.Append(ctx, EncodeEntry(nil, &m)); err != nil {
+		put := func(name Name, tm TopicMeta) {
+			tm.Created, tm.FirstSeq = t0, 1
+			if _, err := meta.PutJSON(ctx, e.st, name.Key(), tm); err != nil {
 				t.Fatal(err)
 			}
 		}
-		return l.ID()
-	}
-	put := func(name Name, tm TopicMeta) {
-		tm.Created, tm.FirstSeq = t0, 1
-		if _, err := meta.PutJSON(ctx, e.st, name.Key(), tm); err != nil {
-			t.Fatal(err)
+		open := func(id int64, first uint64) LedgerInfo {
+			return LedgerInfo{ID: id, FirstSeq: first, Entries: -1, Msgs: -1, State: LedgerOpen}
 		}
-	}
-	for _, c := range []struct {
-		topic    string
-		tm       func() TopicMeta
-		wantLast uint64
-	}{
-		{"chained", func() TopicMeta {
-			return TopicMeta{Ledgers: []LedgerInfo{{ID: write(1, 5), FirstSeq: 1, Entries: -1, State: LedgerOpen}}, Spare: write(6, 8)}
-		}, 8},
-		{"spare-unused", func() TopicMeta {
-			return TopicMeta{Ledgers: []LedgerInfo{{ID: write(1, 5), FirstSeq: 1, Entries: -1, State: LedgerOpen}}, Spare: write(9, 9)}
-		}, 5},
-		{"short-ledger", func() TopicMeta {
-			return TopicMeta{Ledgers: []LedgerInfo{
-				{ID: write(1, 3), FirstSeq: 1, Entries: -1, State: LedgerOpen}, // its 4, 5 never reached the bookies
-				{ID: write(6, 7), FirstSeq: 6, Entries: -1, State: LedgerOpen},
-			}, Spare: write(8, 8)}
-		}, 3},
-	} {
-		name := Name{Tenant: "acme", Namespace: "rec", Topic: c.topic}
-		tm := c.tm()
-		put(name, tm)
-		ml := e.open(name, e.config(name, nil))
-		if st := ml.State(); st.LastSeq != c.wantLast || st.Msgs != c.wantLast {
-			t.Fatalf("%s: state %+v, want last %d", c.topic, st, c.wantLast)
-		}
-		for s := uint64(1); s <= c.wantLast; s++ {
-			if m, err := ml.Read(ctx, s); err != nil || string(m.Data) != fmt.Sprint(s) {
-				t.Fatalf("%s: seq %d: %q %v", c.topic, s, m.Data, err)
+		for _, c := range []struct {
+			topic    string
+			tm       func() TopicMeta
+			wantLast uint64
+		}{
+			{"chained", func() TopicMeta {
+				return TopicMeta{Ledgers: []LedgerInfo{open(write(1, 5), 1)}, Spare: write(6, 8)}
+			}, 8},
+			{"spare-unused", func() TopicMeta {
+				return TopicMeta{Ledgers: []LedgerInfo{open(write(1, 5), 1)}, Spare: write(9, 9)}
+			}, 5},
+			{"short-ledger", func() TopicMeta {
+				return TopicMeta{Ledgers: []LedgerInfo{
+					open(write(1, 3), 1), // its 4, 5 never reached the bookies
+					open(write(6, 7), 6),
+				}, Spare: write(8, 8)}
+			}, 3},
+		} {
+			name := Name{Tenant: "acme", Namespace: "rec", Topic: fmt.Sprintf("%s-v1-%v", c.topic, v1)}
+			tm := c.tm()
+			put(name, tm)
+			ml := e.open(name, e.config(name, nil))
+			if st := ml.State(); st.LastSeq != c.wantLast || st.Msgs != c.wantLast {
+				t.Fatalf("%s: state %+v, want last %d", name.Topic, st, c.wantLast)
 			}
-		}
-		if seq := mustPublish(t, ml, "r", "next", PublishOptions{}); seq != c.wantLast+1 {
-			t.Fatalf("%s: next seq %d", c.topic, seq)
-		}
-		// Every ledger of the old list not kept was deleted.
-		got, _, _ := Load(ctx, e.st, name)
-		kept := map[int64]bool{}
-		for _, l := range got.Ledgers {
-			kept[l.ID] = true
-		}
-		for _, l := range append(tm.Ledgers, LedgerInfo{ID: tm.Spare}) {
-			if _, err := e.lc.Get(ctx, l.ID); !kept[l.ID] && !errors.Is(err, ledger.ErrNoLedger) {
-				t.Fatalf("%s: ledger %d neither kept nor deleted: %v", c.topic, l.ID, err)
+			for s := uint64(1); s <= c.wantLast; s++ {
+				if m, err := ml.Read(ctx, s); err != nil || string(m.Data) != fmt.Sprint(s) {
+					t.Fatalf("%s: seq %d: %q %v", name.Topic, s, m.Data, err)
+				}
+			}
+			if seq := mustPublish(t, ml, "r", "next", PublishOptions{}); seq != c.wantLast+1 {
+				t.Fatalf("%s: next seq %d", name.Topic, seq)
+			}
+			// Every ledger of the old list not kept was deleted.
+			got, _, _ := Load(ctx, e.st, name)
+			kept := map[int64]bool{}
+			for _, l := range got.Ledgers {
+				kept[l.ID] = true
+				if l.State == LedgerClosed && l.Msgs > 0 && (l.FirstTime.IsZero() || l.LastTime.IsZero()) {
+					t.Fatalf("%s: recovered ledger without times: %+v", name.Topic, l)
+				}
+			}
+			for _, l := range append(tm.Ledgers, LedgerInfo{ID: tm.Spare}) {
+				if _, err := e.lc.Get(ctx, l.ID); !kept[l.ID] && !errors.Is(err, ledger.ErrNoLedger) {
+					t.Fatalf("%s: ledger %d neither kept nor deleted: %v", name.Topic, l.ID, err)
+				}
 			}
 		}
 	}

@@ -3,20 +3,18 @@ package mledger
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/stratamesh/strata/bookie/ledger"
 )
-
-// replayBatch is how many entries a takeover reads at once.
-const replayBatch = 256
 
 // Open takes the topic over as its owner and returns its ML:
 //
 //  1. Load the metadata (ErrNotFound if none).
 //  2. Recover the open ledger, if any (ledger.Client.OpenForTakeover:
 //     fences the old writer, whose later adds fail) and record it closed
-//     with its real entry count; an empty one is dropped and deleted.
+//     with its real entry count, and the message count, times and bytes
+//     its first and last entries give; an empty one is dropped and
+//     deleted.
 //  3. Rebuild the state from the snapshot plus the entries after it,
 //     read back from the ledgers (ErrCorrupt if they do not match the
 //     list).
@@ -38,11 +36,10 @@ func Open(ctx context.Context, cfg Config, name Name) (*ML, error) {
 	if err != nil {
 		return nil, err
 	}
-	recovered, err := recoverOpen(ctx, cfg.Ledgers, &tm)
-	if err != nil {
+	if err := recoverOpen(ctx, cfg.Ledgers, &tm); err != nil {
 		return nil, fmt.Errorf("mledger: open %s: %w", name, err)
 	}
-	c, from, err := restoreCore(&tm, cfg.Limits, cfg.MaxEntrySize)
+	c, from, err := restoreCore(&tm, cfg.Limits, cfg.MaxEntrySize-batchHeaderSize)
 	if err != nil {
 		return nil, fmt.Errorf("mledger: open %s: %w", name, err)
 	}
@@ -54,9 +51,6 @@ func Open(ctx context.Context, cfg Config, name Name) (*ML, error) {
 		}
 	}()
 	if err := m.replay(ctx, from); err != nil {
-		return nil, fmt.Errorf("mledger: open %s: %w", name, err)
-	}
-	if err := m.ledgerTimes(ctx, recovered); err != nil {
 		return nil, fmt.Errorf("mledger: open %s: %w", name, err)
 	}
 	m.resolveFirstTime(ctx)
@@ -96,20 +90,10 @@ func Open(ctx context.Context, cfg Config, name Name) (*ML, error) {
 // ledgers go to the trash; a ledger that does not start right after the
 // one before it (which recovered short: none of its entries, nor any
 // later one, was acknowledged) goes to the trash with every later one;
-// the spare is appended if its entry 0 holds the sequence that follows
-// the list (the old owner had switched to it), and trashed otherwise. It
-// returns the ids of the recovered ledgers.
-func recoverOpen(ctx context.Context, lc *ledger.Client, tm *TopicMeta) (map[int64]bool, error) {
-	recovered := map[int64]bool{}
-	takeOver := func(li *LedgerInfo) error {
-		md, err := lc.OpenForTakeover(ctx, li.ID, ledgerPassword)
-		if err != nil {
-			return fmt.Errorf("recover ledger %d: %w", li.ID, err)
-		}
-		li.State, li.Entries, li.Bytes = LedgerClosed, md.LastEntryID+1, md.Length
-		recovered[li.ID] = true
-		return nil
-	}
+// the spare is appended if its first message holds the sequence that
+// follows the list (the old owner had switched to it), and trashed
+// otherwise.
+func recoverOpen(ctx context.Context, lc *ledger.Client, tm *TopicMeta) error {
 	var kept []LedgerInfo
 	var next uint64 // the sequence the next ledger must start at (0: any)
 	cut := false
@@ -122,12 +106,18 @@ func recoverOpen(ctx context.Context, lc *ledger.Client, tm *TopicMeta) (map[int
 			continue
 		}
 		if li.State != LedgerClosed {
-			if err := takeOver(&li); err != nil {
-				return nil, err
+			r, err := recoverLedger(ctx, lc, li.ID, true)
+			if err != nil {
+				return err
 			}
+			if r.Entries > 0 && r.FirstSeq != li.FirstSeq {
+				return fmt.Errorf("%w: ledger %d starts at seq %d, its list entry at %d", ErrCorrupt, li.ID, r.FirstSeq, li.FirstSeq)
+			}
+			r.FirstSeq = li.FirstSeq
+			li = r
 		}
-		next = li.FirstSeq + uint64(li.Entries)
-		if li.Entries == 0 {
+		next = li.FirstSeq + uint64(li.Msgs)
+		if li.Msgs == 0 {
 			tm.Trash = append(tm.Trash, li.ID)
 			continue
 		}
@@ -135,56 +125,84 @@ func recoverOpen(ctx context.Context, lc *ledger.Client, tm *TopicMeta) (map[int
 	}
 	if sp := tm.Spare; sp != 0 {
 		tm.Spare = 0
-		li := LedgerInfo{ID: sp, FirstSeq: next, State: LedgerOpen}
-		if err := takeOver(&li); err != nil {
-			return nil, err
+		chainable := next != 0 && !cut
+		r, err := recoverLedger(ctx, lc, sp, chainable)
+		if err != nil {
+			return err
 		}
-		chained := false
-		if li.Entries > 0 && next != 0 && !cut {
-			first, err := firstSeqOf(ctx, lc, sp)
-			if err != nil {
-				return nil, err
-			}
-			chained = first == next
-		}
-		if chained {
-			kept = append(kept, li)
+		if chainable && r.Entries > 0 && r.FirstSeq == next {
+			kept = append(kept, r)
 		} else {
 			tm.Trash = append(tm.Trash, sp)
-			delete(recovered, sp)
 		}
 	}
 	tm.Ledgers = kept
-	return recovered, nil
+	return nil
 }
 
-// firstSeqOf is the sequence in entry 0 of the closed ledger id.
-func firstSeqOf(ctx context.Context, lc *ledger.Client, id int64) (uint64, error) {
+// recoverLedger recovers ledger id (OpenForTakeover) and returns it as a
+// closed LedgerInfo: entries from its metadata; with read, first
+// sequence, message count and times from its first and last entries,
+// and message bytes from its length (exact for version 2 entries, which
+// have a fixed header; a version 1 entry is its message).
+func recoverLedger(ctx context.Context, lc *ledger.Client, id int64, read bool) (LedgerInfo, error) {
+	md, err := lc.OpenForTakeover(ctx, id, ledgerPassword)
+	if err != nil {
+		return LedgerInfo{}, fmt.Errorf("recover ledger %d: %w", id, err)
+	}
+	li := LedgerInfo{ID: id, Entries: md.LastEntryID + 1, State: LedgerClosed}
+	if li.Entries == 0 || !read {
+		return li, nil
+	}
 	r, err := lc.OpenReader(ctx, id)
 	if err != nil {
-		return 0, fmt.Errorf("read ledger %d: %w", id, err)
+		return li, fmt.Errorf("read ledger %d: %w", id, err)
 	}
-	ents, err := r.Read(ctx, 0, 0)
+	readEntry := func(e int64) ([]Message, int, error) {
+		ents, err := r.Read(ctx, e, e)
+		if err != nil {
+			return nil, 0, fmt.Errorf("read ledger %d: %w", id, err)
+		}
+		msgs, err := DecodeBatch(ents[0].Payload)
+		if err != nil {
+			return nil, 0, fmt.Errorf("ledger %d entry %d: %w", id, e, err)
+		}
+		return msgs, int(ents[0].Payload[0]), nil
+	}
+	firsts, version, err := readEntry(0)
 	if err != nil {
-		return 0, fmt.Errorf("read ledger %d: %w", id, err)
+		return li, err
 	}
-	m, err := DecodeEntry(ents[0].Payload)
-	if err != nil {
-		return 0, fmt.Errorf("ledger %d entry 0: %w", id, err)
+	lasts := firsts
+	if li.Entries > 1 {
+		if lasts, _, err = readEntry(li.Entries - 1); err != nil {
+			return li, err
+		}
 	}
-	return m.Seq, nil
+	first, last := firsts[0], lasts[len(lasts)-1]
+	li.FirstSeq, li.FirstTime, li.LastTime = first.Seq, first.Time, last.Time
+	li.Msgs = int64(last.Seq-first.Seq) + 1
+	if last.Seq < first.Seq || li.Msgs < li.Entries {
+		return li, fmt.Errorf("%w: ledger %d: %d entries from seq %d to %d", ErrCorrupt, id, li.Entries, first.Seq, last.Seq)
+	}
+	li.Bytes = md.Length
+	if version == entryV2 {
+		li.Bytes = msgBytes(md.Length, li.Entries)
+	}
+	return li, nil
 }
 
-// replay feeds the entries from seq from on into the core (and the
-// cache), checking that they are where the list says.
+// replay feeds the messages from seq from on into the core (and the
+// cache), reading the ledgers' entries in order (learning the entry
+// index on the way) and checking that they are where the list says.
 func (m *ML) replay(ctx context.Context, from uint64) error {
 	for _, l := range m.core.ledgers {
-		if l.Entries == 0 || l.last() < from {
+		if l.Msgs == 0 || l.last() < from {
 			continue
 		}
+		ref := refOf(l)
 		for s := max(from, l.FirstSeq); s <= l.last(); {
-			to := min(l.last(), s+replayBatch-1)
-			msgs, err := m.readLedger(ctx, l.ID, l.FirstSeq, s, to)
+			msgs, err := m.readLedger(ctx, ref, s)
 			if err != nil {
 				return err
 			}
@@ -205,34 +223,6 @@ func (m *ML) replay(ctx context.Context, from uint64) error {
 	}
 	if n := len(m.core.ledgers); n > 0 && m.core.conf.seq != m.core.ledgers[n-1].last() {
 		return fmt.Errorf("%w: replay ended at %d, the ledgers at %d", ErrCorrupt, m.core.conf.seq, m.core.ledgers[n-1].last())
-	}
-	return nil
-}
-
-// ledgerTimes reads the first and last publish times of recovered
-// ledgers that replay did not see.
-func (m *ML) ledgerTimes(ctx context.Context, recovered map[int64]bool) error {
-	read := func(l *ledgerState, seq uint64, t *time.Time) error {
-		if !t.IsZero() {
-			return nil
-		}
-		msgs, err := m.readLedger(ctx, l.ID, l.FirstSeq, seq, seq)
-		if err != nil {
-			return err
-		}
-		*t = msgs[0].Time
-		return nil
-	}
-	for _, l := range m.core.ledgers {
-		if !recovered[l.ID] {
-			continue
-		}
-		if err := read(l, l.FirstSeq, &l.FirstTime); err != nil {
-			return err
-		}
-		if err := read(l, l.last(), &l.LastTime); err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -137,6 +137,7 @@ func (m *ML) deleteTrash(ctx context.Context, ids []int64) {
 		m.rmu.Lock()
 		delete(m.readers, id)
 		m.rmu.Unlock()
+		m.index.drop(id)
 	}
 	if len(deleted) == 0 {
 		return

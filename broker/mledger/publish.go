@@ -1,6 +1,9 @@
 package mledger
 
-import "fmt"
+import (
+	"fmt"
+	"sync"
+)
 
 // Publish stores a message published on subject, with its raw NATS
 // header block (nil when none) and data, and calls done once with the
@@ -14,8 +17,11 @@ import "fmt"
 // expected last sequence and last subject sequence (*WrongLastSeqError),
 // the expected last msg id (*WrongLastMsgIDError), and DiscardNew limits
 // (ErrStoreFull). A message that passes gets the next sequence and is
-// appended to the open ledger; Publish blocks only for the ledger
-// writer's back-pressure.
+// queued for the open ledger, which receives it in the next entry the
+// batching policy lets go (see batcher: at once when fewer than
+// Config.MaxInflightEntries entries are in flight). Publish blocks only
+// while Config.MaxQueuedBytes of messages wait for the ledger
+// (back-pressure).
 //
 // done is called from one goroutine of the ML, in the order of the
 // Publish calls: for a stored message once its entry is confirmed at
@@ -29,11 +35,10 @@ func (m *ML) Publish(subject string, hdr, data []byte, o PublishOptions, done fu
 	if done == nil {
 		done = func(PubResult, error) {}
 	}
-	m.appendMu.Lock()
 	m.mu.Lock()
+	m.waitRoomLocked()
 	if err := m.refuseErr(); err != nil {
 		m.mu.Unlock()
-		m.appendMu.Unlock()
 		done(PubResult{}, err)
 		return
 	}
@@ -52,7 +57,6 @@ func (m *ML) Publish(subject string, hdr, data []byte, o PublishOptions, done fu
 	if err != nil || dup > 0 {
 		m.enqueue(&item{done: done, seq: dup, dup: dup > 0, err: err})
 		m.mu.Unlock()
-		m.appendMu.Unlock()
 		m.wakeCompleter()
 		if roll {
 			m.kick()
@@ -61,40 +65,136 @@ func (m *ML) Publish(subject string, hdr, data []byte, o PublishOptions, done fu
 	}
 	seq, t := c.assign(subject, o.MsgID, int64(size), now)
 	msg.Seq, msg.Time = seq, t
-	payload := EncodeEntry(make([]byte, 0, size), &msg)
-	stored, _ := DecodeEntry(payload) // aliases payload, which the writer copies
+	rec := appendRecord(make([]byte, 0, size), &msg)
 	led := m.cur
-	it := &item{done: done, seq: seq, led: led, msg: stored, msgID: o.MsgID, size: int64(size)}
+	it := &item{done: done, seq: seq, led: led, rec: rec, msg: storedMessage(rec, &msg), msgID: o.MsgID, size: int64(size)}
 	m.enqueue(it)
+	m.batch.push(it)
 	led.appended++
 	led.bytes += int64(size)
 	roll = roll || m.rolloverDue(now)
 	m.mu.Unlock()
-	led.w.AppendAsync(payload, func(id int64, err error) { m.onAdded(it, id, err) })
-	m.appendMu.Unlock()
+	m.send()
 	if roll {
 		m.kick()
 	}
+}
+
+// storedMessage is m as stored: its header and data alias rec (m's
+// record); the subject is m's (strings are immutable).
+func storedMessage(rec []byte, m *Message) Message {
+	out := Message{Seq: m.Seq, Subject: m.Subject, Time: m.Time}
+	end := len(rec)
+	if n := len(m.Data); n > 0 {
+		out.Data = rec[end-n : end : end]
+	}
+	end -= len(m.Data) + uvarintLen(uint64(len(m.Data)))
+	if n := len(m.Header); n > 0 {
+		out.Header = rec[end-n : end : end]
+	}
+	return out
 }
 
 func (m *ML) enqueue(it *item) {
 	m.queue = append(m.queue, it)
 }
 
-// onAdded is the ledger writer's answer for it's entry (on the writer's
+// waitRoomLocked waits (mu held, released meanwhile) while
+// MaxQueuedBytes of messages wait for the ledger, unless the ML closes or
+// stops.
+func (m *ML) waitRoomLocked() {
+	for m.batch.bytes >= int64(m.cfg.MaxQueuedBytes) && m.refuseErr() == nil {
+		if m.room == nil {
+			m.room = make(chan struct{})
+		}
+		ch := m.room
+		m.mu.Unlock()
+		<-ch
+		m.mu.Lock()
+	}
+}
+
+// wakeRoomLocked wakes the Publishes waiting for room (mu held).
+func (m *ML) wakeRoomLocked() {
+	if m.room != nil {
+		close(m.room)
+		m.room = nil
+	}
+}
+
+// sendBufs holds payload buffers for send, shared by every ML (the
+// ledger writer copies what it is given).
+var sendBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// sentEntry is one entry appended to a ledger writer.
+type sentEntry struct {
+	led   *openLedger
+	id    int64   // its entry id: the writer numbers entries in append order
+	items []*item // its messages
+}
+
+// send appends the entries the batching policy lets go now. The first
+// caller to find no send in progress becomes the sender (sending) and
+// loops until the policy lets nothing more go; a caller that finds a
+// send in progress leaves its work to it (the sender looks again before
+// it stops). So only one goroutine appends at a time, in the policy's
+// order, which is sequence order, and no caller waits for another.
+// Called after a Publish queued a message and after an entry was
+// confirmed (from the writer's callback goroutine; AppendAsync never
+// waits for a callback to run, and a done it runs inline finds the send
+// in progress).
+func (m *ML) send() {
+	m.mu.Lock()
+	if m.sending {
+		m.mu.Unlock()
+		return
+	}
+	m.sending = true
+	for m.stopErr == nil {
+		items := m.batch.next()
+		if items == nil {
+			break
+		}
+		first := items[0]
+		led := first.led
+		e := &sentEntry{led: led, id: led.entries, items: items}
+		led.entries++
+		first.entryFirst = true
+		m.index.add(led.id, e.id, first.seq, len(items))
+		m.wakeRoomLocked()
+		m.mu.Unlock()
+		bp := sendBufs.Get().(*[]byte)
+		buf := appendBatchHeader((*bp)[:0], first.seq, len(items))
+		for _, it := range items {
+			buf = append(buf, it.rec...)
+		}
+		led.w.AppendAsync(buf, func(id int64, err error) { m.onAdded(e, id, err) }) // copies buf
+		*bp = buf[:0]
+		sendBufs.Put(bp)
+		m.mu.Lock()
+	}
+	m.sending = false
+	m.mu.Unlock()
+}
+
+// onAdded is the ledger writer's answer for entry e (on the writer's
 // callback goroutine).
-func (m *ML) onAdded(it *item, id int64, err error) {
-	if err == nil && it.led.firstSeq+uint64(id) != it.seq {
-		err = fmt.Errorf("%w: seq %d went to entry %d of ledger %d (first seq %d)", ErrCorrupt, it.seq, id, it.led.id, it.led.firstSeq)
+func (m *ML) onAdded(e *sentEntry, id int64, err error) {
+	if err == nil && id != e.id {
+		err = fmt.Errorf("%w: seq %d went to entry %d of ledger %d, not %d", ErrCorrupt, e.items[0].seq, id, e.led.id, e.id)
 	}
 	if err != nil {
-		m.lose(fmt.Errorf("ledger %d: add of seq %d: %w", it.led.id, it.seq, err))
+		m.lose(fmt.Errorf("ledger %d: add of seqs %d..%d: %w", e.led.id, e.items[0].seq, e.items[len(e.items)-1].seq, err))
 		return
 	}
 	m.mu.Lock()
-	it.confirmed = true
+	for _, it := range e.items {
+		it.confirmed = true
+	}
+	m.batch.done()
 	m.mu.Unlock()
 	m.wakeCompleter()
+	m.send()
 }
 
 type answer struct {
@@ -139,7 +239,7 @@ func (m *ML) collect() (answers []answer, exit bool) {
 		case it.dup:
 			a.res = PubResult{Seq: it.seq, Duplicate: true}
 		case it.confirmed && it.led.recorded:
-			m.core.confirm(it.led.id, it.seq, it.msg.Subject, it.msgID, it.msg.Time, it.size)
+			m.core.confirm(it.led.id, it.seq, it.msg.Subject, it.msgID, it.msg.Time, it.size, it.entryFirst)
 			m.cache.push(it.msg, it.size)
 			a.res = PubResult{Seq: it.seq}
 			advanced = true

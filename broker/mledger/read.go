@@ -10,11 +10,13 @@ import (
 )
 
 const (
-	// readAheadBytes, readAheadMax bound what a Read that misses the
-	// caches reads from the bookies at once (the following messages of
-	// the same ledger go to the read-ahead cache).
-	readAheadBytes = 1 << 20
-	readAheadMax   = 64
+	// readAheadBytes, readAheadEntries bound what a read that misses the
+	// caches reads from the bookies at once: the entry holding the
+	// sequence asked for and the following ones of the same ledger, all
+	// decoded into the read-ahead cache, so that reading seq, seq+1, …
+	// costs one bookie read per readAheadBytes.
+	readAheadBytes   = 1 << 20
+	readAheadEntries = 64
 )
 
 // Read returns the confirmed message seq: from the cache of recent
@@ -50,14 +52,10 @@ func (m *ML) Read(ctx context.Context, seq uint64) (Message, error) {
 		m.mu.Unlock()
 		return Message{}, fmt.Errorf("%w: seq %d is in no closed ledger and not cached", ErrCorrupt, seq)
 	}
-	n := uint64(readAheadMax)
-	if avg := l.avg(); avg > 0 {
-		n = uint64(min(max(readAheadBytes/avg, 1), readAheadMax))
-	}
-	id, first, last := l.ID, l.FirstSeq, min(l.last(), seq+n-1)
+	ref := refOf(l)
 	m.mu.Unlock()
 
-	msgs, err := m.readLedger(ctx, id, first, seq, last)
+	msgs, err := m.readLedger(ctx, ref, seq)
 	if err != nil {
 		m.mu.Lock()
 		gone := seq < m.core.first
@@ -75,32 +73,26 @@ func (m *ML) Read(ctx context.Context, seq uint64) (Message, error) {
 	return msgs[0], nil
 }
 
-// readLedger reads sequences from..to of ledger id (whose entry 0 is
-// first), checking each entry's sequence.
-func (m *ML) readLedger(ctx context.Context, id int64, first, from, to uint64) ([]Message, error) {
-	r, err := m.reader(ctx, id)
+// readLedger reads messages of the closed ledger l from seq on: seq
+// itself, then the following ones of the entries read with it (see
+// readFrom; about readAheadBytes at once).
+func (m *ML) readLedger(ctx context.Context, l ledgerRef, seq uint64) ([]Message, error) {
+	r, err := m.reader(ctx, l.id)
 	if err != nil {
 		return nil, err
 	}
-	ents, err := r.Read(ctx, int64(from-first), int64(to-first))
-	if err != nil {
-		return nil, fmt.Errorf("mledger: %s: read ledger %d: %w", m.name, id, err)
-	}
-	msgs := make([]Message, 0, len(ents))
-	for _, e := range ents {
-		msg, err := DecodeEntry(e.Payload)
+	fetch := func(ctx context.Context, lo, hi int64) ([][]byte, error) {
+		ents, err := r.Read(ctx, lo, hi)
 		if err != nil {
-			return nil, fmt.Errorf("ledger %d entry %d: %w", id, e.ID, err)
+			return nil, fmt.Errorf("mledger: %s: read ledger %d: %w", m.name, l.id, err)
 		}
-		if want := first + uint64(e.ID); msg.Seq != want {
-			return nil, fmt.Errorf("%w: ledger %d entry %d holds seq %d, want %d", ErrCorrupt, id, e.ID, msg.Seq, want)
+		out := make([][]byte, len(ents))
+		for i, e := range ents {
+			out[i] = e.Payload
 		}
-		msgs = append(msgs, msg)
+		return out, nil
 	}
-	if len(msgs) == 0 {
-		return nil, fmt.Errorf("%w: ledger %d: no entries for %d..%d", ErrCorrupt, id, from, to)
-	}
-	return msgs, nil
+	return readFrom(ctx, m.index, l, seq, l.chunk(readAheadBytes, readAheadEntries), fetch)
 }
 
 // reader returns a (cached) reader of the closed ledger id.
@@ -138,7 +130,7 @@ func (m *ML) SeqAtTime(ctx context.Context, t time.Time) (uint64, error) {
 	c := m.core
 	lo, hi, found := c.first, c.conf.seq, false
 	for _, l := range c.ledgers {
-		if l.Entries == 0 || l.last() < c.first {
+		if l.Msgs == 0 || l.last() < c.first {
 			continue
 		}
 		if !l.LastTime.Before(t) {

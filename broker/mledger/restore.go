@@ -15,6 +15,9 @@ func restoreCore(tm *TopicMeta, lim Limits, maxEntry int) (c *core, replayFrom u
 		if li.State != LedgerClosed || li.Entries < 0 {
 			return nil, 0, fmt.Errorf("%w: ledger %d is %s", ErrCorrupt, li.ID, li.State)
 		}
+		if li.Msgs < li.Entries || (li.Entries == 0) != (li.Msgs == 0) {
+			return nil, 0, fmt.Errorf("%w: ledger %d has %d entries and %d messages", ErrCorrupt, li.ID, li.Entries, li.Msgs)
+		}
 		if i > 0 && li.FirstSeq != end+1 {
 			return nil, 0, fmt.Errorf("%w: ledger %d starts at %d, the ledger before it ends at %d", ErrCorrupt, li.ID, li.FirstSeq, end)
 		}
@@ -51,7 +54,7 @@ func restoreCore(tm *TopicMeta, lim Limits, maxEntry int) (c *core, replayFrom u
 	}
 	// Bytes below first: exact for whole ledgers, the average otherwise.
 	for _, l := range c.ledgers {
-		if l.Entries == 0 || l.FirstSeq >= c.first {
+		if l.Msgs == 0 || l.FirstSeq >= c.first {
 			continue
 		}
 		if l.last() < c.first {

@@ -32,7 +32,7 @@ func (c *core) retainFrom(now time.Time, info msgInfo) uint64 {
 func (c *core) estimate(lo, hi uint64, info msgInfo) int64 {
 	var d int64
 	for _, l := range c.ledgers {
-		if l.Entries == 0 {
+		if l.Msgs == 0 {
 			continue
 		}
 		a, b := max(lo, l.FirstSeq), min(hi, l.last())
@@ -58,7 +58,7 @@ func (c *core) bytesFrom(f uint64, limit int64, info msgInfo) uint64 {
 		if total <= limit {
 			break
 		}
-		if l.Entries == 0 || l.last() < f {
+		if l.Msgs == 0 || l.last() < f {
 			continue
 		}
 		lo := max(f, l.FirstSeq)
@@ -95,7 +95,7 @@ func (c *core) bytesFrom(f uint64, limit int64, info msgInfo) uint64 {
 // to be newer than cutoff.
 func (c *core) ageFrom(f uint64, cutoff time.Time, info msgInfo) uint64 {
 	for _, l := range c.ledgers {
-		if l.Entries == 0 || l.last() < f {
+		if l.Msgs == 0 || l.last() < f {
 			continue
 		}
 		if !l.LastTime.After(cutoff) {

@@ -14,17 +14,20 @@ import (
 //  2. switch: when the open ledger reaches a rollover limit, Publish (or
 //     the loop, if no recorded spare is ready) makes the spare the open
 //     ledger from the next sequence S on;
-//  3. the loop creates the next spare, closes the old ledger (waiting for
-//     its adds) and waits until every message below S is answered;
+//  3. the loop creates the next spare, waits until every message below S
+//     is confirmed and answered (the batching policy sends the old
+//     ledger's queued messages first: an entry never spans ledgers), and
+//     closes the old ledger;
 //  4. it writes the list (old closed, new open), a fresh snapshot and the
 //     next spare in one conditioned Txn.
 //
-// Entries of a recorded spare are acknowledged at once: a next owner
-// chains the spare after the list when its entry 0 holds the sequence
-// that follows the list's last ledger (recoverOpen). Since answers go out
-// in sequence order, none of the spare's entries was acknowledged
-// otherwise. Entries of a ledger switched to without being recorded (no
-// spare was ready, or a purge) are acknowledged only after step 4.
+// Messages of a recorded spare are acknowledged at once: a next owner
+// chains the spare after the list when its first message holds the
+// sequence that follows the list's last ledger (recoverOpen). Since
+// answers go out in sequence order, none of the spare's messages was
+// acknowledged otherwise. Messages of a ledger switched to without being
+// recorded (no spare was ready, or a purge) are acknowledged only after
+// step 4.
 //
 // Only one rollover is in progress at a time (prev != nil between 2 and
 // 4); the open ledger may overshoot its limit meanwhile.
@@ -77,9 +80,9 @@ func (m *ML) rolloverDue(now time.Time) bool {
 }
 
 // switchLocked makes the spare the open ledger from the next sequence on
-// (appendMu and mu held; no rollover in progress, a spare ready). Its
-// entries are acknowledged at once if it is recorded as the spare, unless
-// gate.
+// (mu held; no rollover in progress, a spare ready); messages queued for
+// the old ledger still go to it. The new ledger's messages are
+// acknowledged at once if it is recorded as the spare, unless gate.
 func (m *ML) switchLocked(now time.Time, gate bool) {
 	nl := m.spare
 	nl.recorded = m.spareSaved && !gate
@@ -129,7 +132,6 @@ func (m *ML) rollover(purge bool) (uint64, error) {
 		if err := m.ensureSpare(); err != nil {
 			return 0, err
 		}
-		m.appendMu.Lock()
 		m.mu.Lock()
 		now := m.cfg.Now()
 		err := m.refuseErr()
@@ -139,7 +141,6 @@ func (m *ML) rollover(purge bool) (uint64, error) {
 			m.switchLocked(now, purge) // a purge is exact at the switch
 		}
 		m.mu.Unlock()
-		m.appendMu.Unlock()
 		switch {
 		case err != nil:
 			return 0, err
@@ -172,17 +173,18 @@ func (m *ML) finishRolloverPurging(purge bool) (uint64, error) {
 			m.log.Warn("creating a spare ledger failed; the next rollover creates one", "err", err)
 		}
 	}
+	s := nl.firstSeq
+	if err := m.waitConfirmed(m.ctx, s-1); err != nil {
+		return 0, err
+	}
 	md, err := old.w.Close(m.ctx)
 	if err != nil {
 		m.lose(fmt.Errorf("close ledger %d: %w", old.id, err))
 		return 0, m.Err()
 	}
-	s := nl.firstSeq
-	if err := m.waitConfirmed(s - 1); err != nil {
-		return 0, err
-	}
 	m.mu.Lock()
-	if err := m.core.closeLedger(old.id, md.LastEntryID+1, md.Length); err != nil {
+	entries := md.LastEntryID + 1
+	if err := m.core.closeLedger(old.id, entries, msgBytes(md.Length, entries)); err != nil {
 		m.mu.Unlock()
 		m.lose(err)
 		return 0, err
@@ -210,14 +212,14 @@ func (m *ML) finishRolloverPurging(purge bool) (uint64, error) {
 	m.prev = nil
 	m.mu.Unlock()
 	m.wakeCompleter()
-	m.log.Debug("ledger rolled over", "closed", old.id, "entries", md.LastEntryID+1, "next", nl.id, "first_seq", s)
+	m.log.Debug("ledger rolled over", "closed", old.id, "entries", entries, "next", nl.id, "first_seq", s)
 	m.deleteTrash(m.ctx, tm.Trash)
 	return purged, nil
 }
 
 // waitConfirmed waits until every message up to seq is confirmed and
-// answered, or the ML stops.
-func (m *ML) waitConfirmed(seq uint64) error {
+// answered, the ML stops (its stop error) or ctx ends (ctx's error).
+func (m *ML) waitConfirmed(ctx context.Context, seq uint64) error {
 	for {
 		m.mu.Lock()
 		if m.stopErr != nil {
@@ -234,6 +236,8 @@ func (m *ML) waitConfirmed(seq uint64) error {
 		select {
 		case <-ch:
 		case <-m.ctx.Done():
+		case <-ctx.Done():
+			return fmt.Errorf("mledger: %s: waiting for seq %d to be confirmed: %w", m.name, seq, ctx.Err())
 		}
 	}
 }

@@ -21,7 +21,7 @@ func (c *core) trim(to uint64, info msgInfo) bool {
 		return false
 	}
 	for _, l := range c.ledgers {
-		if l.Entries == 0 {
+		if l.Msgs == 0 {
 			continue
 		}
 		lo, hi := max(c.first, l.FirstSeq), min(to-1, l.last())
@@ -88,7 +88,7 @@ func (c *core) nextForget() (forgetKind, uint64, *ledgerState) {
 		// has: nothing to subtract). Skip to the next ledger.
 		next := c.first
 		for _, x := range c.ledgers {
-			if x.Entries > 0 && x.FirstSeq > c.counted {
+			if x.Msgs > 0 && x.FirstSeq > c.counted {
 				next = min(next, x.FirstSeq)
 				break
 			}
@@ -147,7 +147,7 @@ func (c *core) removeDone() []int64 {
 	var gone []int64
 	keep := c.ledgers[:0]
 	for _, l := range c.ledgers {
-		if l.State == LedgerClosed && (l.Entries == 0 || l.last() < c.counted) {
+		if l.State == LedgerClosed && (l.Msgs == 0 || l.last() < c.counted) {
 			gone = append(gone, l.ID)
 			c.live -= l.Bytes - l.trimmed
 			continue

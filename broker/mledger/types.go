@@ -32,8 +32,9 @@ type PubResult struct {
 type State struct {
 	// Msgs is the number of live messages, LastSeq-FirstSeq+1 (exact).
 	Msgs uint64
-	// Bytes is their size (sum of encoded entry sizes; approximate after
-	// a trim that left a ledger partly live: see the package doc).
+	// Bytes is their size (sum of EncodedSize: each message's record in
+	// its entry; approximate after a trim that left a ledger partly live:
+	// see the package doc).
 	Bytes uint64
 	// FirstSeq is the lowest live sequence (LastSeq+1 when empty).
 	FirstSeq uint64
