@@ -329,6 +329,17 @@ func (c *Consumer) Snapshot() (st State, gen uint64, dirty bool) {
 	return st, c.gen, c.gen != c.persistedGen
 }
 
+// Dirty reports whether the state changed since the generation last
+// passed to Persisted (what Snapshot's dirty says, without building the
+// snapshot).
+func (c *Consumer) Dirty() bool { return c.gen != c.persistedGen }
+
+// NeedsReservation reports whether the delivery counter's reserved block
+// grew beyond what was persisted: deliveries stall at the persisted
+// reservation, so the driver should persist without waiting for its
+// batch interval.
+func (c *Consumer) NeedsReservation() bool { return c.reserved > c.persistedReserved }
+
 // Persisted tells the core that the driver persisted Snapshot generation
 // gen. It answers the AckSync requests whose acks that generation holds,
 // and, if it raised the persisted dseq reservation, dispatches to waiting

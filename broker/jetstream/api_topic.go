@@ -346,7 +346,7 @@ func (t *topic) createConsumer(ctx context.Context, req jsapi.APIRequest, m mess
 		}
 	}
 	c.Persisted(gen) // nothing waits yet: no output
-	r := t.startRunner(name, cfg, c, durable, cs.DSeqReserved)
+	r := t.startRunner(name, cfg, c, durable)
 	t.mu.Lock()
 	if old := t.consumers[name]; old != nil { // a concurrent create won
 		t.mu.Unlock()

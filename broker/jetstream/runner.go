@@ -35,11 +35,10 @@ type runner struct {
 	stopCh   chan stopRequest
 	done     chan struct{}
 
-	lastPersist       time.Time
-	syncWaiting       bool
-	reservedPersisted uint64 // the dseq reservation last persisted
-	lastActive        time.Time
-	deleteSelf        bool
+	lastPersist time.Time
+	syncWaiting bool
+	lastActive  time.Time
+	deleteSelf  bool
 	// delivered is the highest stream sequence delivered (or, at start,
 	// dispatched): an AckSync above it is not answered (runner.ack).
 	delivered uint64
@@ -65,9 +64,9 @@ func splitReply(r string) (origin, inbox string) {
 	return "", r
 }
 
-func (t *topic) startRunner(name string, cfg jsapi.ConsumerConfig, c *consumer.Consumer, durable bool, reserved uint64) *runner {
+func (t *topic) startRunner(name string, cfg jsapi.ConsumerConfig, c *consumer.Consumer, durable bool) *runner {
 	r := &runner{
-		t: t, name: name, durable: durable, c: c, cfg: cfg, reservedPersisted: reserved,
+		t: t, name: name, durable: durable, c: c, cfg: cfg,
 		kick: make(chan struct{}, 1), stopCh: make(chan stopRequest, 1), done: make(chan struct{}),
 		lastPersist: t.s.cfg.Now(), lastActive: t.s.cfg.Now(),
 	}
@@ -128,7 +127,7 @@ func (r *runner) loop() {
 		if d := r.c.NextDeadline(); !d.IsZero() {
 			wait = d.Sub(now)
 		}
-		if _, _, dirty := r.c.Snapshot(); dirty {
+		if r.c.Dirty() {
 			wait = min(wait, r.lastPersist.Add(cfg.CursorPersist).Sub(now))
 		}
 		if r.c.LoadErr() != nil {
@@ -189,17 +188,23 @@ func (r *runner) runQueue(now time.Time) {
 // (or an AckSync waits, or force), then releases the AckSync replies the
 // write covered. A failed ownership condition drops the topic.
 func (r *runner) persist(now time.Time, force bool) {
-	st, gen, dirty := r.c.Snapshot()
-	if !dirty {
+	if !r.c.Dirty() {
 		return
 	}
 	// Batched, except: an AckSync waits, the delivery counter needs a new
 	// reserved block (deliveries stall until it is persisted), or the
 	// consumer is ephemeral (nothing to write).
-	urgent := r.syncWaiting || st.DSeqReserved > r.reservedPersisted || !r.durable
+	urgent := r.syncWaiting || r.c.NeedsReservation() || !r.durable
 	if !force && !urgent && now.Sub(r.lastPersist) < r.t.s.cfg.CursorPersist {
 		return
 	}
+	if !r.durable {
+		_, gen, _ := r.c.Snapshot()
+		r.syncWaiting = false
+		r.emit(r.c.Persisted(gen))
+		return
+	}
+	st, gen, _ := r.c.Snapshot()
 	if r.durable {
 		ctx, cancel := context.WithTimeout(r.t.s.ctx, 5*time.Second)
 		err := r.t.writeCursor(ctx, r.name, &st)
@@ -216,7 +221,6 @@ func (r *runner) persist(now time.Time, force bool) {
 	}
 	r.lastPersist = now
 	r.syncWaiting = false
-	r.reservedPersisted = st.DSeqReserved
 	r.emit(r.c.Persisted(gen))
 }
 

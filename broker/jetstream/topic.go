@@ -101,7 +101,7 @@ func (s *Service) openTopic(ctx context.Context, n mledger.Name, lead *meta.Lead
 			s.cfg.Logger.Warn("dropping an unreadable cursor", "topic", n.String(), "consumer", name, "err", err)
 			continue
 		}
-		t.consumers[name] = t.startRunner(name, cs.Config, c, true, cs.DSeqReserved)
+		t.consumers[name] = t.startRunner(name, cs.Config, c, true)
 	}
 	t.ready.Store(true)
 	s.goRun(t.retainLoop)
