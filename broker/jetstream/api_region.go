@@ -50,11 +50,9 @@ func (s *Service) apiRegion(req jsapi.APIRequest, m message) {
 		s.replyJSON(m.reply, jsapi.AccountInfoResponse{Response: jsapi.Response{Type: req.Kind.ResponseType()}, AccountInfo: ai})
 	case jsapi.KindStreamNames, jsapi.KindStreamList:
 		var body jsapi.StreamNamesRequest
-		if len(m.data) > 0 {
-			if err := json.Unmarshal(m.data, &body); err != nil {
-				s.replyError(m.reply, req.Kind, jsapi.ErrInvalidJSON(err))
-				return
-			}
+		if err := jsapi.DecodeRequest(m.data, &body); err != nil {
+			s.replyError(m.reply, req.Kind, jsapi.ErrInvalidJSON(err))
+			return
 		}
 		all := s.reg.streams(tenant, body.Subject)
 		limit := 1024
@@ -65,7 +63,7 @@ func (s *Service) apiRegion(req jsapi.APIRequest, m message) {
 		page := all[off:min(off+limit, len(all))]
 		paged := jsapi.Paged{Total: len(all), Offset: off, Limit: limit}
 		if req.Kind == jsapi.KindStreamNames {
-			names := make([]string, 0, len(page))
+			var names []string // null when there are none, as on the reference
 			for _, st := range page {
 				names = append(names, st.stream)
 			}
@@ -147,7 +145,7 @@ func (s *Service) parseStreamConfig(req jsapi.APIRequest, body []byte) (*jsapi.S
 	if len(body) == 0 {
 		return nil, jsapi.ErrInvalidJSON(errors.New("empty request"))
 	}
-	if err := json.Unmarshal(body, &cfg); err != nil {
+	if err := jsapi.DecodeRequest(body, &cfg); err != nil {
 		return nil, jsapi.ErrInvalidJSON(err)
 	}
 	if cfg.Name == "" {

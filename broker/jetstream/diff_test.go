@@ -22,7 +22,7 @@ import (
 // a plain TCP connection) go to every target, and what comes back is
 // recorded as a transcript after normalising what legitimately differs
 // between two servers or two runs (times, server names, cluster info, API
-// counters, the ack subject's timestamp token, nats-server's own
+// counters and level, the ack subject's timestamp token, nats-server's own
 // "_nats.*" metadata). Transcripts are compared with the reference's:
 //
 //   - the reference's transcript must equal the recorded one in
@@ -39,7 +39,10 @@ import (
 // comes only after earlier ops took effect, spec §1.9), and every script
 // ends with a quiet period in which any further frame is recorded too.
 
-var updateDiff = flag.Bool("jsdiff.update", false, "rewrite testdata/jsdiff/*.txt from the reference nats-server")
+var (
+	updateDiff = flag.Bool("jsdiff.update", false, "rewrite testdata/jsdiff/*.txt from the reference nats-server")
+	dumpDiff   = flag.String("jsdiff.dump", "", "write every target's transcript to `dir`/<case>.<target>.txt (to diff them whole)")
+)
 
 const (
 	diffStepTimeout = 5 * time.Second        // for a step's frames to arrive
@@ -113,6 +116,11 @@ func normaliseValue(key string, v any) any {
 				if _, ok := x[k]; ok {
 					x[k] = "<count>"
 				}
+			}
+			// The API level each server advertises: Strata's is its own
+			// (jsapi.APILevel), not the reference's.
+			if _, ok := x["level"]; ok {
+				x["level"] = "<level>"
 			}
 		}
 		return x
@@ -407,6 +415,14 @@ func TestJSDiff(t *testing.T) {
 					return
 				}
 				got[tg.Name] = tr
+				if *dumpDiff != "" {
+					if err := os.MkdirAll(*dumpDiff, 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(*dumpDiff, c.name+"."+tg.Name+".txt"), []byte(tr), 0o644); err != nil {
+						t.Error(err)
+					}
+				}
 			})
 			golden := goldenPath(c.name)
 			if ref, ok := got[refName]; ok {
@@ -432,6 +448,11 @@ func TestJSDiff(t *testing.T) {
 			if c.diverges != "" {
 				alt := filepath.Join("testdata", "jsdiff", c.name+".strata.txt")
 				t.Logf("deliberate difference: %s", c.diverges)
+				if want == ours {
+					t.Errorf("strata's transcript equals %s: the case no longer diverges; drop diverges and %s", wantFrom, alt)
+				} else {
+					t.Logf("how it differs from %s:\n%s", wantFrom, firstDiff(ours, want))
+				}
 				want, wantFrom = readGolden(t, alt), alt
 			}
 			if ours != want {

@@ -80,14 +80,28 @@ func (s *Service) dispatchAPI(m message) {
 	}
 	st := s.lookupStream(m, req.Stream)
 	if st == nil {
-		if req.Kind == jsapi.KindStreamCreate {
+		switch req.Kind {
+		case jsapi.KindStreamCreate:
 			s.goAPI(func() { s.createStream(req, m) })
-			return
+		case jsapi.KindConsumerNext:
+			s.noResponders(m)
+		default:
+			s.replyError(m.reply, req.Kind, jsapi.ErrStreamNotFound())
 		}
-		s.replyError(m.reply, req.Kind, jsapi.ErrStreamNotFound())
 		return
 	}
 	s.toOwner(st.name, m, func(t *topic) { t.api(req, m) })
+}
+
+// noResponders answers a pull for a consumer or stream that does not
+// exist as the reference does, which has no subscription there: with the
+// no-responders status, "503" and Nats-Subject, sent to the inbox.
+func (s *Service) noResponders(m message) {
+	if m.reply == "" {
+		return
+	}
+	hdr := natsproto.AppendStatusHeader(nil, jsapi.StatusNoResponders, "", jsapi.HdrSubject, m.subject)
+	s.deliver(m.origin, m.reply, m.reply, "", hdr, nil)
 }
 
 // goAPI runs an API handler on its own goroutine, at most

@@ -33,6 +33,15 @@
 //     goroutine per consumer that feeds the deterministic core and
 //     persists its cursor (batched; AckSync answered after persistence).
 //
+// Where it answers differently from the reference nats-server on purpose
+// (the differential suite, diff_cases_test.go, declares each): STREAM.PURGE
+// removes every message only (filter, seq or keep: 10052); push consumers
+// (deliver_subject) are refused; stream "bytes" count Strata's ledger
+// entries; api.level is Strata's own (jsapi.APILevel); and what
+// broker/consumer does not support (e.g. priority groups) is refused at
+// CONSUMER.CREATE. Everything else — reply shapes, error codes and texts,
+// statuses and their headers, AckSync answers — follows the reference.
+//
 // What it must not do: keep data that cannot be rebuilt from bookies and
 // etcd; write to etcd without its ownership condition (except creating a
 // topic that does not exist yet); parse the NATS protocol (broker does).

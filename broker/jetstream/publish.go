@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/stratamesh/strata/broker/jsapi"
 	"github.com/stratamesh/strata/broker/mledger"
@@ -44,7 +45,9 @@ func (t *topic) publish(m message) {
 		}
 	}
 	reply, quoted := m.reply, t.quoted
+	t.fence.issue()
 	t.ml.Publish(m.subject, m.hdr, m.data, o, func(r mledger.PubResult, err error) {
+		t.fence.answer()
 		if reply == "" {
 			return
 		}
@@ -92,6 +95,12 @@ func pubAckError(stream string, e *jsapi.APIError) []byte {
 	return b
 }
 
+// The reference's texts for a discard:new limit (10077).
+var (
+	errMaxMsgs  = errors.New("maximum messages exceeded")
+	errMaxBytes = errors.New("maximum bytes exceeded")
+)
+
 // pubError maps a managed ledger's publish error to its JetStream error.
 func pubError(err error) *jsapi.APIError {
 	var wls *mledger.WrongLastSeqError
@@ -103,6 +112,13 @@ func pubError(err error) *jsapi.APIError {
 		return jsapi.ErrStreamWrongLastMsgID(wid.Actual)
 	case errors.Is(err, mledger.ErrMsgTooBig):
 		return jsapi.ErrStreamMessageExceedsMaximum()
+	case errors.Is(err, mledger.ErrStoreFull):
+		// The reference's texts (its store's ErrMaxMsgs, ErrMaxBytes).
+		// mledger says which limit only in its text: "…, max_bytes N".
+		if strings.Contains(err.Error(), "max_bytes") {
+			return jsapi.ErrStreamStoreFailed(errMaxBytes)
+		}
+		return jsapi.ErrStreamStoreFailed(errMaxMsgs)
 	default:
 		return jsapi.ErrStreamStoreFailed(err)
 	}

@@ -405,8 +405,9 @@ func TestAccountInfoDecodesInNatsGo(t *testing.T) {
 }
 
 func TestAPIErrorInNatsGo(t *testing.T) {
+	// With the reference's zero paging block (its reply type embeds one).
 	b := mustJSON(t, jsapi.ErrorResponse(jsapi.KindStreamInfo, jsapi.ErrStreamNotFound()))
-	const want = `{"type":"io.nats.jetstream.api.v1.stream_info_response","error":{"code":404,"err_code":10059,"description":"stream not found"}}`
+	const want = `{"type":"io.nats.jetstream.api.v1.stream_info_response","error":{"code":404,"err_code":10059,"description":"stream not found"},"total":0,"offset":0,"limit":0}`
 	if string(b) != want {
 		t.Errorf("got %s", b)
 	}

@@ -204,6 +204,24 @@ type ConsumerUnpinRequest struct {
 	Group string `json:"group"`
 }
 
+// ValidPriorityGroup reports whether name is a valid priority group name:
+// 1 to 16 of A-Z, a-z, 0-9, '-', '_', '/' and '=' (the reference's rule;
+// otherwise 10162).
+func ValidPriorityGroup(name string) bool {
+	if len(name) == 0 || len(name) > 16 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
+			c == '-', c == '_', c == '/', c == '=':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // ConsumerInfoResponse replies to CONSUMER.CREATE and CONSUMER.INFO.
 type ConsumerInfoResponse struct {
 	Response

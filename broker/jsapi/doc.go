@@ -36,10 +36,11 @@
 // Concurrency: values are plain data; functions are pure and safe for
 // concurrent use. The catalog is read-only after init.
 //
-// Caller's duties: decode request bodies with encoding/json and answer a
+// Caller's duties: decode request bodies with DecodeRequest and answer a
 // decode error with ErrInvalidJSON (10025), as the reference does (enum
-// fields reject unknown values while decoding); call SetDefaults then
-// Validate on configs before echoing them; answer features listed by
-// StreamConfig.Unsupported with ErrStreamInvalidConfig instead of
-// dropping them (nats.go checks the echo).
+// fields reject unknown values while decoding); answer failed requests
+// with ErrorResponse (each reply type in the reference's shape); call
+// SetDefaults then Validate on configs before echoing them; answer
+// features listed by StreamConfig.Unsupported with ErrStreamInvalidConfig
+// instead of dropping them (nats.go checks the echo).
 package jsapi

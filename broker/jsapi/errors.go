@@ -52,6 +52,8 @@ const (
 	ErrCodeConsumerEmptyFilter             ErrCode = 10139
 	ErrCodeConsumerAlreadyExists           ErrCode = 10148
 	ErrCodeConsumerDoesNotExist            ErrCode = 10149
+	ErrCodeConsumerInvalidPriorityGroup    ErrCode = 10160
+	ErrCodeConsumerInvalidGroupName        ErrCode = 10162
 	ErrCodeStreamWrongLastSequenceConstant ErrCode = 10164
 	ErrCodeRequiredAPILevel                ErrCode = 10185
 )
@@ -99,6 +101,8 @@ var catalog = []CatalogEntry{
 	{ErrCodeConsumerEmptyFilter, 400, "consumer filter in FilterSubjects cannot be empty"},
 	{ErrCodeConsumerAlreadyExists, 400, "consumer already exists"},
 	{ErrCodeConsumerDoesNotExist, 400, "consumer does not exist"},
+	{ErrCodeConsumerInvalidPriorityGroup, 400, "Provided priority group does not exist for this consumer"},
+	{ErrCodeConsumerInvalidGroupName, 400, "Valid priority group name must match A-Z, a-z, 0-9, -_/=)+ and may not exceed 16 characters"},
 	{ErrCodeStreamWrongLastSequenceConstant, 400, "wrong last sequence"},
 	{ErrCodeRequiredAPILevel, 412, "JetStream minimum api level required"},
 }
@@ -282,6 +286,16 @@ func ErrConsumerAlreadyExists() *APIError { return NewAPIError(ErrCodeConsumerAl
 
 // ErrConsumerDoesNotExist is 10149: action "update" on a missing consumer.
 func ErrConsumerDoesNotExist() *APIError { return NewAPIError(ErrCodeConsumerDoesNotExist) }
+
+// ErrConsumerInvalidPriorityGroup is 10160: CONSUMER.UNPIN (or a pull)
+// names a group the consumer does not have.
+func ErrConsumerInvalidPriorityGroup() *APIError {
+	return NewAPIError(ErrCodeConsumerInvalidPriorityGroup)
+}
+
+// ErrConsumerInvalidGroupName is 10162: a priority group name that is not
+// 1–16 of A-Z, a-z, 0-9, '-', '_', '/', '=' (ValidPriorityGroup).
+func ErrConsumerInvalidGroupName() *APIError { return NewAPIError(ErrCodeConsumerInvalidGroupName) }
 
 // ErrRequiredAPILevel is 10185 (412): Nats-Required-Api-Level above ours.
 func ErrRequiredAPILevel() *APIError { return NewAPIError(ErrCodeRequiredAPILevel) }

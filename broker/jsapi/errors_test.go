@@ -33,13 +33,13 @@ func TestCatalog(t *testing.T) {
 		ErrCodeConsumerFilterSubjectMismatch, ErrCodeConsumerDurableAndNameMismatch,
 		ErrCodeConsumerDuplicateFilterSubjects, ErrCodeConsumerOverlappingFilters, ErrCodeConsumerEmptyFilter,
 		ErrCodeConsumerAlreadyExists, ErrCodeConsumerDoesNotExist, ErrCodeStreamWrongLastSequenceConstant,
-		ErrCodeRequiredAPILevel,
+		ErrCodeConsumerInvalidPriorityGroup, ErrCodeConsumerInvalidGroupName, ErrCodeRequiredAPILevel,
 	} {
 		if _, ok := Lookup(c); !ok {
 			t.Errorf("%d has no catalog row", c)
 		}
 	}
-	if len(seen) != 34 {
+	if len(seen) != 36 {
 		t.Errorf("catalog has %d rows; update the constant list above", len(seen))
 	}
 	if len(Catalog()) != len(catalog) {

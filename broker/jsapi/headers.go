@@ -29,6 +29,7 @@ const (
 	HdrPinID           = "Nats-Pin-Id"           // on messages to the pinned client
 	HdrLastConsumer    = "Nats-Last-Consumer"    // with 100 Idle Heartbeat
 	HdrLastStream      = "Nats-Last-Stream"      // with 100 Idle Heartbeat
+	HdrSubject         = "Nats-Subject"          // with 503: the request's subject
 	// HdrStatus and HdrDescription are the pseudo-headers nats.go makes
 	// from the status line "NATS/1.0 <status> <description>".
 	HdrStatus      = "Status"
@@ -45,6 +46,10 @@ const (
 	StatusConflict           = 409
 	StatusPreconditionFailed = 412
 	StatusPinIDMismatch      = 423
+	// StatusNoResponders answers a pull on a consumer or stream that does
+	// not exist: the reference has no subscription there, so its core
+	// no-responders reply goes out (with HdrSubject).
+	StatusNoResponders = 503
 )
 
 // Status descriptions. nats.go matches 409 descriptions by lower-cased

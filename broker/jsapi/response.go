@@ -32,9 +32,28 @@ type Response struct {
 }
 
 // ErrorResponse is the whole reply for a failed API request of kind k:
-// {"type":…,"error":{"code":…,"err_code":…,"description":…}}.
-func ErrorResponse(k Kind, err *APIError) Response {
-	return Response{Type: k.ResponseType(), Error: err}
+// {"type":…,"error":{"code":…,"err_code":…,"description":…}}, plus the
+// fields the reference's reply type for k always carries, zero-valued:
+// the paging block of STREAM.INFO and the names and list replies,
+// "purged":0 of STREAM.PURGE, and the names or list array (null for
+// STREAM.NAMES, empty for the others, as the reference initialises them).
+func ErrorResponse(k Kind, err *APIError) any {
+	r := Response{Type: k.ResponseType(), Error: err}
+	switch k {
+	case KindStreamInfo:
+		return StreamInfoResponse{Response: r}
+	case KindStreamPurge:
+		return StreamPurgeResponse{Response: r}
+	case KindStreamNames:
+		return StreamNamesResponse{Response: r}
+	case KindStreamList:
+		return StreamListResponse{Response: r, Streams: []*StreamInfo{}}
+	case KindConsumerNames:
+		return ConsumerNamesResponse{Response: r, Consumers: []string{}}
+	case KindConsumerList:
+		return ConsumerListResponse{Response: r, Consumers: []*ConsumerInfo{}}
+	}
+	return r
 }
 
 // Paged is the paging block of list and names replies.
