@@ -453,6 +453,11 @@ func TestJSDiff(t *testing.T) {
 				} else {
 					t.Logf("how it differs from %s:\n%s", wantFrom, firstDiff(ours, want))
 				}
+				if *updateDiff {
+					if err := os.WriteFile(alt, []byte(ours), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
 				want, wantFrom = readGolden(t, alt), alt
 			}
 			if ours != want {

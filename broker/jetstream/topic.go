@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stratamesh/strata/broker/consumer"
+	"github.com/stratamesh/strata/broker/jsapi"
 	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/internal/meta"
 )
@@ -33,6 +34,7 @@ type topic struct {
 	st        *stream // the stream as last configured
 	quoted    []byte  // the stream name as a JSON string, for PubAcks
 	consumers map[string]*runner
+	stopped   bool // lost or shut down (guarded by mu, with ml during opening)
 
 	stopOnce sync.Once
 	done     chan struct{}
@@ -87,13 +89,23 @@ func (s *Service) openTopic(ctx context.Context, n mledger.Name, lead *meta.Lead
 	if err != nil {
 		return fail(fmt.Errorf("open managed ledger %s: %w", n, err))
 	}
-	t.ml = ml
+	t.mu.Lock()
+	stopped := t.stopped
+	if !stopped {
+		t.ml = ml
+	}
+	t.mu.Unlock()
+	if stopped { // lost or shut down while opening
+		ml.Drop()
+		return fail(errLeadershipLost)
+	}
 	states, err := loadCursors(ctx, s.cfg.Store, n)
 	if err != nil {
 		ml.Drop()
 		return fail(fmt.Errorf("load cursors of %s: %w", n, err))
 	}
 	src := &mlSource{ml: ml, ctx: s.ctx}
+	runners := map[string]*runner{}
 	for name, cs := range states {
 		cs := cs
 		c, err := consumer.New(cs.Config, &cs, s.cfg.Now(), src, consumer.StreamName(st.stream))
@@ -101,7 +113,25 @@ func (s *Service) openTopic(ctx context.Context, n mledger.Name, lead *meta.Lead
 			s.cfg.Logger.Warn("dropping an unreadable cursor", "topic", n.String(), "consumer", name, "err", err)
 			continue
 		}
-		t.consumers[name] = t.startRunner(name, cs.Config, c, true)
+		runners[name] = t.startRunner(name, cs.Config, c, true)
+	}
+	t.mu.Lock()
+	stopped = t.stopped
+	if !stopped {
+		t.consumers = runners
+	}
+	t.mu.Unlock()
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if stopped || closing {
+		for _, r := range runners {
+			r.stop(false, jsapi.DescLeadershipChange)
+		}
+		if closing {
+			_ = t.shutdown(ctx, true)
+		}
+		return fail(errors.New("jetstream: topic stopped while opening"))
 	}
 	t.ready.Store(true)
 	s.goRun(t.retainLoop)
@@ -123,11 +153,12 @@ func (t *topic) lost(err error) {
 	t.stopOnce.Do(func() {
 		t.ready.Store(false)
 		t.s.cfg.Logger.Warn("dropping topic: ownership lost", "topic", t.name.String(), "err", err)
+		ml := t.stop()
 		for _, r := range t.runners() {
-			r.stop(false, "Leadership Change")
+			r.stop(false, jsapi.DescLeadershipChange)
 		}
-		if t.ml != nil {
-			t.ml.Drop()
+		if ml != nil {
+			ml.Drop()
 		}
 		close(t.done)
 	})
@@ -140,19 +171,29 @@ func (t *topic) shutdown(ctx context.Context, graceful bool) error {
 	var err error
 	t.stopOnce.Do(func() {
 		t.ready.Store(false)
+		ml := t.stop()
 		for _, r := range t.runners() {
-			r.stop(graceful, "Leadership Change")
+			r.stop(graceful, jsapi.DescLeadershipChange)
 		}
-		if t.ml != nil {
+		if ml != nil {
 			if graceful {
-				err = t.ml.Close(ctx)
+				err = ml.Close(ctx)
 			} else {
-				t.ml.Drop()
+				ml.Drop()
 			}
 		}
 		close(t.done)
 	})
 	return err
+}
+
+// stop marks the topic stopped (an opening that has not finished gives
+// up) and returns its managed ledger, if it got one.
+func (t *topic) stop() *mledger.ML {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stopped = true
+	return t.ml
 }
 
 func (t *topic) runners() []*runner {
