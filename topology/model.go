@@ -47,6 +47,7 @@ type Ledger struct {
 
 // Rollover bounds a managed ledger's open ledger: it is closed and a new
 // one opened when any limit is reached. Zero means no limit for that field.
+// MaxEntries counts messages (a ledger entry holds a batch of them).
 type Rollover struct {
 	MaxEntries int64    `yaml:"max_entries"`
 	MaxSize    Size     `yaml:"max_size"`
