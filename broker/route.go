@@ -158,7 +158,7 @@ func (s *Server) runRoute(hello routeHello, conn net.Conn, br *bufio.Reader) {
 	r := &route{
 		srv: s, peer: peer, conn: conn, clientAddr: hello.ClientAddr,
 		out:      newOutbound(conn, 4*s.cfg.MaxPending, s.cfg.WriteDeadline),
-		parser:   natsproto.NewParser(natsproto.Config{Kind: natsproto.KindRoute, MaxControlLine: 64 << 10, MaxPayload: s.cfg.MaxPayload, Headers: true}),
+		parser:   natsproto.NewParser(natsproto.Config{Kind: natsproto.KindRoute, MaxControlLine: 64 << 10, MaxPayload: s.cfg.MaxPayload + routeOverhead, Headers: true}),
 		interest: map[interestKey]struct{}{},
 	}
 	r.pingTimer = time.AfterFunc(s.cfg.RoutePing, r.pingTick) // before r is shared
@@ -363,3 +363,9 @@ func (r *route) Err(text []byte) error {
 	return fmt.Errorf("peer sent -ERR %q", text)
 }
 func (r *route) OK() error { return nil }
+
+// routeOverhead is how much larger than a client's largest message a
+// route message may be: the JetStream layer wraps forwarded client
+// messages and consumer deliveries (subject, reply, origin broker and a
+// few length prefixes) for the owner of their topic.
+const routeOverhead = 64 << 10

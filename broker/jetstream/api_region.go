@@ -9,7 +9,16 @@ import (
 
 	"github.com/stratamesh/strata/broker/jsapi"
 	"github.com/stratamesh/strata/broker/mledger"
+	"github.com/stratamesh/strata/broker/natsproto"
 )
+
+// maxStreamName is the longest stream name, in bytes (the reference's
+// limit).
+const maxStreamName = 255
+
+// ownerInfoTimeout bounds asking a stream's owner for its state on behalf
+// of a list; past it the list shows the last snapshot in etcd.
+const ownerInfoTimeout = 2 * time.Second
 
 // apiTimeout bounds one API request's etcd and owner work.
 const apiTimeout = 10 * time.Second
@@ -88,6 +97,13 @@ func (s *Service) streamInfo(ctx context.Context, st *stream, subjectsFilter str
 	if t.isReady() {
 		return t.info(subjectsFilter)
 	}
+	// Ask the owner, over the internal link, for the live state.
+	rctx, cancel := context.WithTimeout(ctx, ownerInfoTimeout)
+	defer cancel()
+	var resp jsapi.StreamInfoResponse
+	if err := s.request(rctx, jsapi.APIPrefix+"STREAM.INFO."+st.stream, nil, &resp); err == nil && resp.Error == nil && resp.StreamInfo != nil {
+		return resp.StreamInfo
+	}
 	info := &jsapi.StreamInfo{Config: st.config, Created: st.created.UTC(), TimeStamp: s.cfg.Now().UTC()}
 	if tm, _, err := mledger.Load(ctx, s.cfg.Store, st.name); err == nil {
 		info.State = snapshotState(tm)
@@ -164,8 +180,14 @@ func (s *Service) parseStreamConfig(req jsapi.APIRequest, body []byte) (*jsapi.S
 	if cfg.MaxMsgsPerSubject > 0 {
 		return nil, jsapi.ErrStreamInvalidConfig(errors.New("strata does not support max_msgs_per_subject yet"))
 	}
+	if len(cfg.Name) > maxStreamName {
+		return nil, jsapi.ErrStreamInvalidConfig(fmt.Errorf("stream name is too long, maximum allowed is %d", maxStreamName))
+	}
 	for _, subj := range cfg.Subjects {
-		if subj == "" || subj[0] == '$' || subj == ">" {
+		if !natsproto.ValidSubscribeSubject([]byte(subj)) {
+			return nil, jsapi.ErrStreamInvalidConfig(fmt.Errorf("invalid subject %q", subj))
+		}
+		if subj[0] == '$' || subj == ">" {
 			return nil, jsapi.ErrStreamInvalidConfig(fmt.Errorf("subject %q cannot be captured by a stream", subj))
 		}
 	}

@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"errors"
 	"strings"
 	"time"
 
@@ -62,7 +63,13 @@ func (s *Service) dispatchAck(m message) {
 func (s *Service) dispatchAPI(m message) {
 	req, err := jsapi.ParseAPISubject(m.subject)
 	if err != nil {
-		return // the reference does not answer subjects it does not route
+		if errors.Is(err, jsapi.ErrUnknownAPI) {
+			// The reference serves more of the API than Strata does:
+			// say so rather than let the client time out.
+			s.replyError(m.reply, jsapi.KindUnknown, withDesc(jsapi.ErrBadRequest(),
+				"strata does not support "+strings.TrimPrefix(m.subject, "$JS.")+" yet"))
+		}
+		return // a malformed subject: the reference does not answer it
 	}
 	s.apiTotal.Add(1)
 	if v, ok := natsproto.HeaderGet(m.hdr, jsapi.HdrRequiredAPILevel); ok && !jsapi.RequiredAPILevelOK(string(v)) {
@@ -70,7 +77,7 @@ func (s *Service) dispatchAPI(m message) {
 		return
 	}
 	if !req.Kind.InSubset() {
-		s.replyError(m.reply, req.Kind, jsapi.ErrBadRequest())
+		s.replyError(m.reply, req.Kind, withDesc(jsapi.ErrBadRequest(), "strata does not support "+req.Kind.String()+" yet"))
 		return
 	}
 	switch req.Kind {
@@ -245,7 +252,13 @@ func (s *Service) uncaptured(subject, reply []byte) (*stream, broker.HookResult)
 	if !ns.AutoCreateTopics || !validToken(toks[2]) {
 		return nil, broker.HookRoute
 	}
-	st, err := s.autoCreate(mledger.Name{Tenant: toks[0], Namespace: toks[1], Topic: toks[2]}, ns)
+	name := mledger.Name{Tenant: toks[0], Namespace: toks[1], Topic: toks[2]}
+	if ex := s.reg.topic(name); ex != nil {
+		// The topic exists (e.g. a JetStream stream of that name) and does
+		// not capture this subject: core NATS, as on every broker.
+		return nil, broker.HookRoute
+	}
+	st, err := s.autoCreate(name, ns)
 	if err != nil {
 		s.cfg.Logger.Warn("auto-creating a topic failed", "subject", string(subject), "err", err)
 		if len(reply) > 0 {
@@ -254,7 +267,20 @@ func (s *Service) uncaptured(subject, reply []byte) (*stream, broker.HookResult)
 		}
 		return nil, broker.HookRoute
 	}
+	if !capturesSubject(st, string(subject)) {
+		return nil, broker.HookRoute
+	}
 	return st, broker.HookStored
+}
+
+// capturesSubject reports whether one of st's subjects matches subject.
+func capturesSubject(st *stream, subject string) bool {
+	for _, f := range st.config.Subjects {
+		if subjectMatches(f, subject) {
+			return true
+		}
+	}
+	return false
 }
 
 // withDesc is e with a more specific description (same codes).

@@ -12,39 +12,51 @@ type cachedMsg struct {
 }
 
 // tailCache holds the most recent confirmed messages: a contiguous run
-// of sequences ending at the last confirmed one. It is the core's
-// msgInfo (exact sizes and times from From() up). Not safe for
-// concurrent use (the ML's mu guards it).
+// of sequences ending at the last confirmed one, in a ring buffer (so the
+// hot publish path neither copies nor reallocates once it has grown). It
+// is the core's msgInfo (exact sizes and times from From() up). Not safe
+// for concurrent use (the ML's mu guards it).
 type tailCache struct {
-	msgs  []cachedMsg // msgs[head:] are cached, by sequence
+	ring  []cachedMsg // ring[head], ring[head+1], … (mod len) hold n messages
 	head  int
+	n     int
 	bytes int64 // accounted: size + msgOverhead each
 }
+
+// at is the i-th cached message (0 = oldest).
+func (c *tailCache) at(i int) *cachedMsg { return &c.ring[(c.head+i)%len(c.ring)] }
 
 // push adds the next confirmed message. A message that does not follow
 // the last cached one restarts the cache.
 func (c *tailCache) push(m Message, size int64) {
-	if n := c.len(); n > 0 && c.msgs[len(c.msgs)-1].m.Seq+1 != m.Seq {
+	if c.n > 0 && c.at(c.n-1).m.Seq+1 != m.Seq {
 		c.reset()
 	}
-	c.msgs = append(c.msgs, cachedMsg{m: m, size: size})
+	if c.n == len(c.ring) {
+		grown := make([]cachedMsg, max(64, 2*len(c.ring)))
+		for i := 0; i < c.n; i++ {
+			grown[i] = *c.at(i)
+		}
+		c.ring, c.head = grown, 0
+	}
+	*c.at(c.n) = cachedMsg{m: m, size: size}
+	c.n++
 	c.bytes += size + msgOverhead
 }
 
-func (c *tailCache) len() int { return len(c.msgs) - c.head }
+func (c *tailCache) len() int { return c.n }
 
 func (c *tailCache) reset() {
-	c.msgs, c.head, c.bytes = nil, 0, 0
+	c.ring, c.head, c.n, c.bytes = nil, 0, 0, 0
 }
 
 func (c *tailCache) popFront() {
-	c.bytes -= c.msgs[c.head].size + msgOverhead
-	c.msgs[c.head] = cachedMsg{}
-	c.head++
-	if c.head == len(c.msgs) {
-		c.msgs, c.head = c.msgs[:0], 0
-	} else if c.head > 1024 && c.head*2 > len(c.msgs) {
-		c.msgs = append(c.msgs[:0:0], c.msgs[c.head:]...)
+	first := c.at(0)
+	c.bytes -= first.size + msgOverhead
+	*first = cachedMsg{}
+	c.head = (c.head + 1) % len(c.ring)
+	c.n--
+	if c.n == 0 {
 		c.head = 0
 	}
 }
@@ -52,35 +64,35 @@ func (c *tailCache) popFront() {
 // evict drops the oldest messages while over budget, but none at or
 // above keepFrom (the first sequence of a ledger not yet closed).
 func (c *tailCache) evict(budget int64, keepFrom uint64) {
-	for c.len() > 0 && c.bytes > budget && c.msgs[c.head].m.Seq < keepFrom {
+	for c.n > 0 && c.bytes > budget && c.at(0).m.Seq < keepFrom {
 		c.popFront()
 	}
 }
 
 // dropBelow drops the messages below seq (trimmed).
 func (c *tailCache) dropBelow(seq uint64) {
-	for c.len() > 0 && c.msgs[c.head].m.Seq < seq {
+	for c.n > 0 && c.at(0).m.Seq < seq {
 		c.popFront()
 	}
 }
 
 func (c *tailCache) get(seq uint64) (cachedMsg, bool) {
-	if c.len() == 0 {
+	if c.n == 0 {
 		return cachedMsg{}, false
 	}
-	first := c.msgs[c.head].m.Seq
-	if seq < first || seq-first >= uint64(c.len()) {
+	first := c.at(0).m.Seq
+	if seq < first || seq-first >= uint64(c.n) {
 		return cachedMsg{}, false
 	}
-	return c.msgs[c.head+int(seq-first)], true
+	return *c.at(int(seq - first)), true
 }
 
 // From implements msgInfo.
 func (c *tailCache) From() uint64 {
-	if c.len() == 0 {
+	if c.n == 0 {
 		return ^uint64(0)
 	}
-	return c.msgs[c.head].m.Seq
+	return c.at(0).m.Seq
 }
 
 // Info implements msgInfo; seq must be cached.
