@@ -181,7 +181,7 @@ func consumeAll(t *testing.T, js jetstream.JetStream, run *ledgerRun, want int, 
 		}
 		batch, err := cons.Fetch(100, jetstream.FetchMaxWait(time.Second))
 		if err != nil {
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // pacing while the owner moves
 			continue
 		}
 		for msg := range batch.Messages() {
