@@ -84,7 +84,7 @@ func (s *Service) openTopic(ctx context.Context, n mledger.Name, lead *meta.Lead
 		Ensemble: s.cfg.Ensemble, WriteQuorum: s.cfg.WriteQuorum, AckQuorum: s.cfg.AckQuorum,
 		Cond: lead.Cond(), Limits: s.cfg.limits(&st.config), Now: s.cfg.Now,
 		OnLost: func(err error) { go t.lost(err) },
-		Logger: s.cfg.Logger.With("topic", n.String()),
+		Logger: s.cfg.Logger, // the managed ledger names the topic itself
 	}, n)
 	if err != nil {
 		return fail(fmt.Errorf("open managed ledger %s: %w", n, err))
