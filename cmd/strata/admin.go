@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -121,4 +122,31 @@ func newAdmin() *cobra.Command {
 	})
 	cmd.AddCommand(bookies, newAdminLedgers(&flags), newAdminTopics(&flags))
 	return cmd
+}
+
+// perRegion GETs path from each region's nodes of role ("" for any node),
+// the first that answers per region, and decodes the answers. A region
+// that fails is reported on stderr and counted in failed; with skip404 a
+// 404 answer counts as "not in this region" instead (neither answer nor
+// failure).
+func perRegion[T any](cmd *cobra.Command, flags *adminFlags, role, path string, skip404 bool) (all []T, failed int, err error) {
+	urls, order, err := flags.roleTargets(role)
+	if err != nil {
+		return nil, 0, err
+	}
+	client := &http.Client{Timeout: flags.timeout}
+	for _, r := range order {
+		var a T
+		if err := getFirst(cmd.Context(), flags, client, urls[r], path, &a); err != nil {
+			var apiErr *adminclient.APIError
+			if skip404 && errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
+				continue
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "strata: region %s: %v\n", r, err)
+			failed++
+			continue
+		}
+		all = append(all, a)
+	}
+	return all, failed, nil
 }

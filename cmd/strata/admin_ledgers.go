@@ -26,25 +26,13 @@ func newAdminLedgers(flags *adminFlags) *cobra.Command {
 		Short: "List each region's ledgers: id, state, quorums, last entry, length, ensembles",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			urls, order, err := flags.targets()
-			if err != nil {
-				return err
-			}
 			type answer struct {
 				Region  string              `json:"region"`
 				Ledgers []region.LedgerView `json:"ledgers"`
 			}
-			var all []answer
-			failed := 0
-			client := &http.Client{Timeout: flags.timeout}
-			for _, r := range order {
-				var a answer
-				if err := getFirst(cmd.Context(), flags, client, urls[r], "/admin/v1/ledgers", &a); err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "strata: region %s: %v\n", r, err)
-					failed++
-					continue
-				}
-				all = append(all, a)
+			all, failed, err := perRegion[answer](cmd, flags, "", "/admin/v1/ledgers", false)
+			if err != nil {
+				return err
 			}
 			defer func() {
 				if failed > 0 && err == nil {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -11,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratamesh/strata/broker/jetstream"
-	"github.com/stratamesh/strata/internal/adminclient"
 )
 
 // newAdminTopics is `strata admin topics list [t[/ns]] | stats t/ns/topic |
@@ -35,25 +32,13 @@ func newAdminTopics(flags *adminFlags) *cobra.Command {
 					path += "/" + ns
 				}
 			}
-			urls, order, err := flags.roleTargets("broker")
-			if err != nil {
-				return err
-			}
 			type answer struct {
 				Region string                   `json:"region"`
 				Topics []jetstream.TopicSummary `json:"topics"`
 			}
-			var all []answer
-			failed := 0
-			client := &http.Client{Timeout: flags.timeout}
-			for _, r := range order {
-				var a answer
-				if err := getFirst(cmd.Context(), flags, client, urls[r], path, &a); err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "strata: region %s: %v\n", r, err)
-					failed++
-					continue
-				}
-				all = append(all, a)
+			all, failed, err := perRegion[answer](cmd, flags, "broker", path, false)
+			if err != nil {
+				return err
 			}
 			defer func() {
 				if failed > 0 && err == nil {
@@ -121,29 +106,14 @@ func topicCommand(cmd *cobra.Command, flags *adminFlags, arg, suffix string, sho
 	if len(p) != 3 || !validName(p[0]) || !validName(p[1]) || !validName(p[2]) {
 		return fmt.Errorf("%q is not TENANT/NAMESPACE/TOPIC (letters, digits, '-' and '_')", arg)
 	}
-	urls, order, err := flags.roleTargets("broker")
-	if err != nil {
-		return err
-	}
 	type answer struct {
 		Region string                `json:"region"`
 		Topic  *jetstream.TopicStats `json:"topic"`
 	}
-	var all []answer
-	failed := 0
-	client := &http.Client{Timeout: flags.timeout}
-	for _, r := range order {
-		var a answer
-		if err := getFirst(cmd.Context(), flags, client, urls[r], "/admin/v1/topics/"+arg+suffix, &a); err != nil {
-			var apiErr *adminclient.APIError
-			if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
-				continue // the topic lives in other regions
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "strata: region %s: %v\n", r, err)
-			failed++
-			continue
-		}
-		all = append(all, a)
+	// A 404 means the topic lives in other regions.
+	all, failed, err := perRegion[answer](cmd, flags, "broker", "/admin/v1/topics/"+arg+suffix, true)
+	if err != nil {
+		return err
 	}
 	if len(all) == 0 && failed == 0 {
 		return fmt.Errorf("no region has topic %s", arg)
