@@ -10,10 +10,11 @@ package mledger
 // of messages from the head of the queue that belong to one ledger, with
 // at most maxMsgs messages and at most maxBytes encoded bytes (entry
 // header included; a single message larger than that goes alone). So at
-// low load an entry holds the one message just published (no added
-// latency), and under load messages gather while maxInflight entries are
-// in flight, and entries grow with the load: the batch size follows the
-// ledger's round trip by itself, with no timer.
+// low load an entry holds the one message just published, and under load
+// messages gather while maxInflight entries are in flight, and entries
+// grow with the load: the batch size follows the ledger's round trip by
+// itself. (The ML adds one timer around it: the idle linger,
+// Config.Linger, which holds next back while a burst arrives.)
 type batcher struct {
 	maxInflight, maxMsgs, maxBytes int
 
@@ -31,6 +32,12 @@ func newBatcher(maxInflight, maxMsgs, maxBytes int) batcher {
 func (b *batcher) push(it *item) {
 	b.q = append(b.q, it)
 	b.bytes += it.size
+}
+
+// full reports whether a full entry is queued: maxMsgs messages or
+// maxBytes bytes.
+func (b *batcher) full() bool {
+	return b.queued() >= b.maxMsgs || b.bytes+batchHeaderSize >= int64(b.maxBytes)
 }
 
 // queued is the number of queued messages.

@@ -80,12 +80,16 @@
 // appended and unconfirmed; whenever fewer are, everything queued goes
 // out at once as one entry (within Config.MaxBatchBytes and
 // MaxBatchMsgs; never spanning ledgers). At low load an entry holds the
-// one message just published and goes at once, so batching adds no
-// latency; under load messages gather while K entries are in flight, so
-// entries grow with the load and the batch size follows the ledger's
-// round trip. There is no linger timer: waiting for more messages could
-// only delay the lone message of a quiet topic, and under load the K
-// entries in flight are the waiting. The policy is a plain state machine
+// one message just published and goes after the linger gap (below), so
+// batching adds at most that latency; under load messages gather while K
+// entries are in flight, so entries grow with the load and the batch size follows the ledger's
+// round trip. One timer remains, for bursts after a pause: when a
+// message is queued with no entry in flight, it lingers until no further
+// message came for Config.LingerGap (200 µs), at most Config.Linger (2 ms)
+// or until a full entry is queued, so a client's window of async
+// publishes costs one bookie round trip rather than two (the first
+// message alone, then the rest); under load the K entries in flight are
+// the waiting and nothing lingers. The policy is a plain state machine
 // (batcher); the sender (send) is whichever goroutine finds none
 // sending — a Publish, or the writer's callback for a confirmed entry —
 // so entries are appended in sequence order without a lock held across

@@ -53,6 +53,13 @@ type ML struct {
 	// sending: a goroutine is in send, appending the entries batch lets
 	// go; only it appends, so entry order is sequence order.
 	sending bool
+	// lingering: the first message queued while no entry was in flight
+	// waits for more (Config.Linger); send appends nothing meanwhile.
+	// lingerStart and lastPush are when it began and when the latest
+	// message was queued (monotonic clock, not Config.Now).
+	lingering             bool
+	lingerStart, lastPush time.Time
+	lingerTimer           *time.Timer
 	// room, when not nil, is closed once queued bytes drop (or the ML
 	// stops): Publishes blocked by MaxQueuedBytes wait on it.
 	room    chan struct{}

@@ -252,3 +252,39 @@ func TestBackPressureAndClose(t *testing.T) {
 		t.Fatalf("last message: %q, %v", m.Data, err)
 	}
 }
+
+// TestIdleLingerGathersBurst: a burst published while no entry is in
+// flight goes to the ledger as one entry when Config.Linger is on, and
+// starts with a lone message when it is off.
+func TestIdleLingerGathersBurst(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		linger, gap time.Duration
+		check       func(entries int64) bool
+		want        string
+	}{
+		{"on", 5 * time.Second, 500 * time.Millisecond, func(n int64) bool { return n == 1 }, "1 entry"},
+		{"off", -1, 0, func(n int64) bool { return n >= 2 }, "the first message alone"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.create(testTopic, `{}`)
+			ml := e.open(testTopic, e.config(testTopic, nil, func(c *Config) { c.Linger, c.LingerGap = tc.linger, tc.gap }))
+			var p asyncPublisher
+			for i := 0; i < 20; i++ {
+				p.publish(ml, "b.x", fmt.Sprintf("m%d", i), PublishOptions{})
+			}
+			for i, a := range p.wait(t) {
+				if a.err != nil || a.res.Seq != uint64(i+1) {
+					t.Fatalf("publish %d: seq %d, %v", i, a.res.Seq, a.err)
+				}
+			}
+			ml.mu.Lock()
+			entries := ml.cur.entries
+			ml.mu.Unlock()
+			if !tc.check(entries) {
+				t.Fatalf("20 publishes went in %d entries, want %s", entries, tc.want)
+			}
+		})
+	}
+}

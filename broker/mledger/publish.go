@@ -3,6 +3,7 @@ package mledger
 import (
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Publish stores a message published on subject, with its raw NATS
@@ -70,6 +71,7 @@ func (m *ML) Publish(subject string, hdr, data []byte, o PublishOptions, done fu
 	it := &item{done: done, seq: seq, led: led, rec: rec, msg: storedMessage(rec, &msg), msgID: o.MsgID, size: int64(size)}
 	m.enqueue(it)
 	m.batch.push(it)
+	m.lingerLocked()
 	led.appended++
 	led.bytes += int64(size)
 	roll = roll || m.rolloverDue(now)
@@ -93,6 +95,53 @@ func storedMessage(rec []byte, m *Message) Message {
 		out.Header = rec[end-n : end : end]
 	}
 	return out
+}
+
+// lingerLocked applies Config.Linger after a message was queued (mu
+// held): it starts lingering when no entry is in flight and this is the
+// only queued message, notes the time of the latest message while
+// lingering, and ends the linger once a full entry is queued.
+func (m *ML) lingerLocked() {
+	if m.cfg.Linger <= 0 {
+		return
+	}
+	switch {
+	case m.lingering:
+		m.lastPush = time.Now()
+		if m.batch.full() {
+			m.lingering = false
+		}
+	case m.batch.inflight == 0 && m.batch.queued() == 1 && !m.sending:
+		m.lingering = true
+		m.lingerStart = time.Now()
+		m.lastPush = m.lingerStart
+		if m.lingerTimer == nil {
+			m.lingerTimer = time.AfterFunc(m.cfg.LingerGap, m.lingerDue)
+		} else {
+			m.lingerTimer.Reset(m.cfg.LingerGap)
+		}
+	}
+}
+
+// lingerDue runs when a linger's timer fires: it waits again while
+// messages keep coming (the last one within LingerGap, and Linger not
+// used up), else ends the linger and sends.
+func (m *ML) lingerDue() {
+	m.mu.Lock()
+	if !m.lingering {
+		m.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	quiet, used := now.Sub(m.lastPush), now.Sub(m.lingerStart)
+	if m.stopErr == nil && quiet < m.cfg.LingerGap && used < m.cfg.Linger {
+		m.lingerTimer.Reset(min(m.cfg.LingerGap-quiet, m.cfg.Linger-used))
+		m.mu.Unlock()
+		return
+	}
+	m.lingering = false
+	m.mu.Unlock()
+	m.send()
 }
 
 func (m *ML) enqueue(it *item) {
@@ -150,7 +199,7 @@ func (m *ML) send() {
 		return
 	}
 	m.sending = true
-	for m.stopErr == nil {
+	for m.stopErr == nil && !m.lingering {
 		items := m.batch.next()
 		if items == nil {
 			break
