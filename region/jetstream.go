@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stratamesh/strata/broker/jetstream"
+	"github.com/stratamesh/strata/internal/gossip"
 	"github.com/stratamesh/strata/topology"
 )
 
@@ -23,6 +24,9 @@ func (n *Node) newJetStream() (*jetstream.Service, error) {
 		Ledgers: lc,
 		Tenants: tenantPolicies(n.cfg.Mesh),
 		Logger:  n.logger,
+		// Serf's failure detection frees a dead broker's bundles before
+		// its lease expires (ARCHITECTURE §3 "Ownership").
+		MemberDown: n.memberDown,
 	}
 	if l := n.region.Ledger; l != nil {
 		cfg.Ensemble, cfg.WriteQuorum, cfg.AckQuorum = l.Ensemble, l.WriteQuorum, l.AckQuorum
@@ -53,11 +57,29 @@ func tenantPolicies(m *topology.Mesh) map[string]map[string]jetstream.Namespace 
 				MaxAge:           time.Duration(ns.Retention.Time),
 				MaxBytes:         int64(ns.Retention.Size),
 				MaxMsgs:          ns.Retention.Messages,
+				Bundles:          ns.Bundles,
 			}
 		}
 		out[t.Name] = nss
 	}
 	return out
+}
+
+// memberDown reports whether the region's Serf pool has declared node
+// name failed (false while it is alive or suspect, when it left
+// gracefully — a stopping broker hands its bundles over itself — and when
+// the pool does not know it).
+func (n *Node) memberDown(name string) bool {
+	pool := n.lanRef.Load()
+	if pool == nil {
+		return false
+	}
+	for _, m := range pool.Members() {
+		if m.Name == name {
+			return m.State == gossip.StateFailed
+		}
+	}
+	return false
 }
 
 // startJetStream attaches the JetStream layer to the running broker.

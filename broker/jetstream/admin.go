@@ -83,7 +83,7 @@ func (s *Service) Topics(tenant, namespace string) []TopicSummary {
 
 func (s *Service) summary(st *stream) TopicSummary {
 	return TopicSummary{Tenant: st.name.Tenant, Namespace: st.name.Namespace, Topic: st.name.Topic,
-		Stream: st.stream, Subjects: st.config.Subjects, Owner: s.owners.leader(st.name)}
+		Stream: st.stream, Subjects: st.config.Subjects, Owner: s.ownerOf(st.name)}
 }
 
 // TopicStats asks the topic's owner (through the JetStream API, over the

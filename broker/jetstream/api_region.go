@@ -140,7 +140,7 @@ func (s *Service) createStream(req jsapi.APIRequest, m message) {
 			if tm, _, err := mledger.Load(ctx, s.cfg.Store, name); err == nil {
 				st := decodeStream(name, tm)
 				s.reg.put(st)
-				s.startCampaign(name)
+				s.topicAdded(name)
 				s.toOwner(name, m, func(t *topic) { t.api(req, m) })
 				return
 			}
@@ -150,7 +150,7 @@ func (s *Service) createStream(req jsapi.APIRequest, m message) {
 	}
 	st := &stream{name: name, stream: cfg.Name, config: *cfg, created: now}
 	s.reg.put(st)
-	s.startCampaign(name)
+	s.topicAdded(name)
 	info := &jsapi.StreamInfo{Config: *cfg, Created: now, TimeStamp: now}
 	s.replyJSON(m.reply, jsapi.StreamCreateResponse{Response: jsapi.Response{Type: req.Kind.ResponseType()}, StreamInfo: info, DidCreate: true})
 }
@@ -237,6 +237,6 @@ func (s *Service) autoCreate(n mledger.Name, ns Namespace) (*stream, error) {
 	}
 	st := decodeStream(n, tm)
 	s.reg.put(st)
-	s.startCampaign(n)
+	s.topicAdded(n)
 	return s.reg.topic(n), nil
 }

@@ -266,7 +266,7 @@ func (t *topic) deleteStream(ctx context.Context) error {
 		return err
 	}
 	t.s.reg.remove(t.name)
-	t.s.stopCampaign(t.name)
+	t.s.topicRemoved(t.name)
 	return nil
 }
 

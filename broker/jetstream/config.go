@@ -17,6 +17,12 @@ const (
 	DefaultCursorPersist  = 100 * time.Millisecond
 	DefaultParkTimeout    = 10 * time.Second
 	DefaultAPIConcurrency = 64
+	// Bundle ownership (Config.PlacementInterval and after).
+	DefaultBundles           = 4
+	DefaultPlacementInterval = 250 * time.Millisecond
+	DefaultAcquireGrace      = 2 * time.Second
+	DefaultLoadThreshold     = 1
+	DefaultHandoverTimeout   = 10 * time.Second
 )
 
 // Namespace is what the service needs of a namespace's policies
@@ -30,6 +36,9 @@ type Namespace struct {
 	MaxAge            time.Duration
 	MaxBytes, MaxMsgs int64
 	DuplicateWindow   time.Duration
+	// Bundles is the number of hash bundles the namespace's topics are
+	// split into, each owned by one broker (default 4).
+	Bundles int
 }
 
 // Config configures a Service.
@@ -68,6 +77,28 @@ type Config struct {
 	// (during a takeover) waits for one before it is dropped (the client
 	// retries). Default 10 s.
 	ParkTimeout time.Duration
+	// PlacementInterval is how often a broker reviews bundle ownership
+	// besides whenever the ownership keys change. Default 250 ms.
+	PlacementInterval time.Duration
+	// AcquireGrace: a bundle left without an owner this long is acquired
+	// by whichever broker gets there first, not only by the one placement
+	// picks (when brokers disagree for a while). Default 2 s.
+	AcquireGrace time.Duration
+	// LoadThreshold is how many more bundles than the least loaded live
+	// broker a broker keeps before it hands one over (load shedding).
+	// Default 1: an even spread.
+	LoadThreshold int
+	// HandoverTimeout bounds closing a bundle's topics when it is handed
+	// over (unload, shedding, SIGTERM); after it the next owner recovers
+	// what was not closed. Default 10 s.
+	HandoverTimeout time.Duration
+	// MemberDown reports whether the membership layer (the region's Serf
+	// pool) considers broker name dead (failed; not a broker that left
+	// gracefully, which hands its bundles over itself). A live broker
+	// then revokes that broker's ownership lease so that its bundles move
+	// at once instead of after LeaseTTL. Nil: only lease expiry moves
+	// them.
+	MemberDown func(name string) bool
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -82,6 +113,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ParkTimeout == 0 {
 		c.ParkTimeout = DefaultParkTimeout
+	}
+	if c.PlacementInterval <= 0 {
+		c.PlacementInterval = DefaultPlacementInterval
+	}
+	if c.AcquireGrace <= 0 {
+		c.AcquireGrace = DefaultAcquireGrace
+	}
+	if c.LoadThreshold <= 0 {
+		c.LoadThreshold = DefaultLoadThreshold
+	}
+	if c.HandoverTimeout <= 0 {
+		c.HandoverTimeout = DefaultHandoverTimeout
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -56,12 +56,12 @@ func (t *topic) writeCursor(ctx context.Context, name string, cs *consumer.State
 	if err != nil {
 		return err
 	}
-	_, err = t.s.cfg.Store.Txn(ctx, []meta.Cond{t.lead.Cond()}, meta.OpPut(cursorKey(t.name, name), b))
+	_, err = t.s.cfg.Store.Txn(ctx, []meta.Cond{t.own.Cond()}, meta.OpPut(cursorKey(t.name, name), b))
 	return err
 }
 
 // deleteCursor removes a cursor under the topic's ownership condition.
 func (t *topic) deleteCursor(ctx context.Context, name string) error {
-	_, err := t.s.cfg.Store.Txn(ctx, []meta.Cond{t.lead.Cond()}, meta.OpDelete(cursorKey(t.name, name)))
+	_, err := t.s.cfg.Store.Txn(ctx, []meta.Cond{t.own.Cond()}, meta.OpDelete(cursorKey(t.name, name)))
 	return err
 }

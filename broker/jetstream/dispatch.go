@@ -139,12 +139,12 @@ func (s *Service) toOwner(name mledger.Name, m message, local func(*topic)) {
 		local(t)
 		return
 	}
-	if owner := s.owners.leader(name); owner != "" && owner != s.cfg.Name && t == nil && s.reachable(owner) {
+	if owner := s.ownerOf(name); owner != "" && owner != s.cfg.Name && t == nil && s.reachable(owner) {
 		if m.hops >= maxHops {
 			s.cfg.Logger.Warn("dropping a message forwarded too often", "topic", name.String(), "subject", m.subject)
 			return
 		}
-		s.forward(owner, m)
+		s.forward(name, owner, m)
 		return
 	}
 	s.mu.Lock()
@@ -194,7 +194,7 @@ func (s *Service) drainParked(name mledger.Name, p *parking) {
 		}
 		s.mu.Lock()
 		t := s.topics[name]
-		owner := s.owners.leader(name)
+		owner := s.ownerOf(name)
 		ready := t != nil && t.isReady()
 		remote := t == nil && owner != "" && owner != s.cfg.Name && s.reachable(owner)
 		if !ready && !remote {
@@ -218,7 +218,7 @@ func (s *Service) drainParked(name mledger.Name, p *parking) {
 			if ready {
 				it.local(t)
 			} else {
-				s.forward(owner, it.m)
+				s.forward(name, owner, it.m)
 			}
 		}
 		return

@@ -37,7 +37,7 @@ func (s *Service) applyTopicKV(kv meta.KV, campaign bool) {
 		return
 	}
 	if s.reg.put(decodeStream(name, tm)) && campaign {
-		s.startCampaign(name)
+		s.topicAdded(name)
 	}
 }
 
@@ -51,7 +51,7 @@ func (s *Service) watchRegistry(rev int64) {
 			case meta.EventDelete:
 				if name, ok := mledger.ParseKey(ev.KV.Key); ok {
 					s.reg.remove(name)
-					s.stopCampaign(name)
+					s.topicRemoved(name)
 				}
 			default:
 				goto relist
@@ -68,7 +68,7 @@ func (s *Service) watchRegistry(rev int64) {
 			continue
 		}
 		for _, n := range s.reg.all() {
-			s.startCampaign(n)
+			s.topicAdded(n)
 		}
 		rev = r + 1
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stratamesh/strata/broker"
+	"github.com/stratamesh/strata/broker/bundle"
 	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/internal/meta"
 )
@@ -18,10 +19,10 @@ import (
 // Service is one broker's JetStream layer. Create it with New, hand it to
 // broker.Config.Hook, then Start it with the running broker.
 type Service struct {
-	cfg    Config
-	srv    *broker.Server
-	reg    *registry
-	owners *ownerCache
+	cfg   Config
+	srv   *broker.Server
+	reg   *registry
+	place *placement
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -33,9 +34,14 @@ type Service struct {
 
 	mu        sync.Mutex
 	topics    map[mledger.Name]*topic // topics this broker serves as owner
-	campaigns map[mledger.Name]context.CancelFunc
+	owned     map[bundle.ID]*ownedBundle
+	acquiring map[bundle.ID]bool
+	voided    map[meta.LeaseID]bool // dead brokers' leases revoked
 	parked    map[mledger.Name]*parking
+	fwdPulls  map[string]forwardedPull // by reply subject
 	closing   bool
+	draining  bool // handing bundles over before stopping
+	shedding  bool // a load-shedding handover is in progress
 
 	apiSem              chan struct{}
 	apiTotal, apiErrors atomic.Uint64
@@ -52,20 +58,24 @@ func New(cfg Config) (*Service, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Service{
-		cfg: cfg, reg: newRegistry(), owners: newOwnerCache(),
+		cfg: cfg, reg: newRegistry(), place: newPlacement(),
 		ctx: ctx, cancel: cancel,
 		topics:    map[mledger.Name]*topic{},
-		campaigns: map[mledger.Name]context.CancelFunc{},
+		owned:     map[bundle.ID]*ownedBundle{},
+		acquiring: map[bundle.ID]bool{},
+		voided:    map[meta.LeaseID]bool{},
 		parked:    map[mledger.Name]*parking{},
+		fwdPulls:  map[string]forwardedPull{},
 		apiSem:    make(chan struct{}, DefaultAPIConcurrency),
 		leaseOK:   make(chan struct{}),
 	}, nil
 }
 
 // Start attaches the service to its running broker: it takes the
-// broker's ownership lease, subscribes the internal subjects, loads and
-// watches the topic registry and the ownership elections, and campaigns
-// for every topic. Errors: etcd unreachable within ctx.
+// broker's ownership lease and registers the broker under it, subscribes
+// the internal subjects, loads and watches the topic registry and the
+// bundle ownership keys, and starts placement (acquiring the bundles this
+// broker should own). Errors: etcd unreachable within ctx.
 func (s *Service) Start(ctx context.Context, srv *broker.Server) error {
 	s.srv = srv
 	if err := s.renewLease(ctx); err != nil {
@@ -84,29 +94,31 @@ func (s *Service) Start(ctx context.Context, srv *broker.Server) error {
 		}
 		s.unsubs = append(s.unsubs, unsub)
 	}
-	ownRev, err := s.owners.load(ctx, s.cfg.Store)
+	ownRev, err := s.place.load(ctx, s.cfg.Store)
 	if err != nil {
-		return fmt.Errorf("jetstream: load topic owners: %w", err)
+		return fmt.Errorf("jetstream: load bundle ownership: %w", err)
 	}
 	topicRev, err := s.loadRegistry(ctx)
 	if err != nil {
 		return fmt.Errorf("jetstream: load topics: %w", err)
 	}
 	s.started.Store(true)
-	s.goRun(func() { s.owners.watch(s.ctx, s.cfg.Store, ownRev+1, s.cfg.Logger) })
+	s.goRun(func() { s.place.watch(s.ctx, s.cfg.Store, ownRev+1, s.cfg.Logger) })
 	s.goRun(func() { s.watchRegistry(topicRev + 1) })
 	s.goRun(s.keepLease)
-	for _, n := range s.reg.all() {
-		s.startCampaign(n)
-	}
+	s.goRun(s.placeLoop)
 	return nil
 }
 
-// Close stops serving: owned topics are closed gracefully (pending adds
-// confirmed, open ledgers closed, cursors persisted) within ctx, the
-// ownership lease is revoked so other brokers take over at once, and every
-// goroutine is waited for.
+// Close stops serving (SIGTERM): the broker registers as draining and
+// hands every bundle over (topics closed gracefully: pending adds
+// confirmed, open ledgers closed, cursors persisted; owner keys deleted so
+// other brokers take over at once), then revokes its lease and waits for
+// every goroutine, within ctx.
 func (s *Service) Close(ctx context.Context) error {
+	if s.started.Load() {
+		s.drain(ctx)
+	}
 	s.mu.Lock()
 	s.closing = true
 	topics := make([]*topic, 0, len(s.topics))
@@ -118,7 +130,7 @@ func (s *Service) Close(ctx context.Context) error {
 		u()
 	}
 	var errs []error
-	for _, t := range topics {
+	for _, t := range topics { // any that opened during the drain
 		if err := t.shutdown(ctx, true); err != nil {
 			errs = append(errs, err)
 		}
@@ -238,8 +250,10 @@ func (s *Service) onDelivery(_, _, _, payload []byte) {
 	s.srv.DeliverLocal([]byte(e.Subject), []byte(show), []byte(e.Reply), e.Header, e.Data)
 }
 
-// forward sends m to broker owner over the internal link.
-func (s *Service) forward(owner string, m message) {
+// forward sends m, a message for topic name, to broker owner over the
+// internal link.
+func (s *Service) forward(name mledger.Name, owner string, m message) {
+	s.trackPull(name, owner, m)
 	e := envelope{Hops: m.hops + 1, Origin: m.origin, Subject: m.subject, Reply: m.reply, Header: m.hdr, Data: m.data}
 	s.srv.PublishInternal([]byte(fwdPrefix+owner), nil, nil, e.marshal())
 }

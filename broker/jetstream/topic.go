@@ -13,7 +13,6 @@ import (
 	"github.com/stratamesh/strata/broker/consumer"
 	"github.com/stratamesh/strata/broker/jsapi"
 	"github.com/stratamesh/strata/broker/mledger"
-	"github.com/stratamesh/strata/internal/meta"
 )
 
 var errLeadershipLost = errors.New("jetstream: topic ownership lost")
@@ -23,7 +22,7 @@ var errLeadershipLost = errors.New("jetstream: topic ownership lost")
 type topic struct {
 	s    *Service
 	name mledger.Name
-	lead *meta.Leadership
+	own  *ownedBundle // the bundle whose ownership it is served under
 	ml   *mledger.ML
 
 	ready   atomic.Bool
@@ -48,10 +47,10 @@ func (t *topic) stream() *stream {
 	return t.st
 }
 
-// openTopic serves topic n after this broker won its election: the
-// managed ledger's takeover (fencing the previous owner's ledger), then
-// the consumers from their persisted cursors.
-func (s *Service) openTopic(ctx context.Context, n mledger.Name, lead *meta.Leadership) (*topic, error) {
+// openTopic serves topic n of a bundle this broker owns: the managed
+// ledger's takeover (fencing the previous owner's ledger), then the
+// consumers from their persisted cursors.
+func (s *Service) openTopic(ctx context.Context, n mledger.Name, own *ownedBundle) (*topic, error) {
 	st := s.reg.topic(n)
 	if st == nil {
 		tm, _, err := mledger.Load(ctx, s.cfg.Store, n)
@@ -61,12 +60,12 @@ func (s *Service) openTopic(ctx context.Context, n mledger.Name, lead *meta.Lead
 		st = decodeStream(n, tm)
 		s.reg.put(st)
 	}
-	t := &topic{s: s, name: n, lead: lead, st: st, consumers: map[string]*runner{}, done: make(chan struct{})}
+	t := &topic{s: s, name: n, own: own, st: st, consumers: map[string]*runner{}, done: make(chan struct{})}
 	t.quoted, _ = json.Marshal(st.stream)
 	s.mu.Lock()
-	if s.closing {
+	if s.closing || !own.active() {
 		s.mu.Unlock()
-		return nil, errors.New("jetstream: broker closing")
+		return nil, errors.New("jetstream: broker closing or bundle handed over")
 	}
 	s.topics[n] = t
 	s.mu.Unlock()
@@ -82,7 +81,7 @@ func (s *Service) openTopic(ctx context.Context, n mledger.Name, lead *meta.Lead
 	ml, err := mledger.Open(ctx, mledger.Config{
 		Store: s.cfg.Store, Ledgers: s.cfg.Ledgers,
 		Ensemble: s.cfg.Ensemble, WriteQuorum: s.cfg.WriteQuorum, AckQuorum: s.cfg.AckQuorum,
-		Cond: lead.Cond(), Limits: s.cfg.limits(&st.config), Now: s.cfg.Now,
+		Cond: own.Cond(), Limits: s.cfg.limits(&st.config), Now: s.cfg.Now,
 		OnLost: func(err error) { go t.lost(err) },
 		Logger: s.cfg.Logger, // the managed ledger names the topic itself
 	}, n)

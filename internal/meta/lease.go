@@ -230,3 +230,19 @@ func (l *Lease) closeSessions() {
 		sess.Orphan()
 	}
 }
+
+// RevokeLeaseID ends another holder's lease by its id (e.g. one taken from
+// a registration) at once, deleting its keys: a broker that the
+// membership layer has declared dead loses what it owned without waiting
+// for the lease's TTL. Revoking an unknown or expired lease returns nil.
+// Errors: etcd unreachable within ctx, or ErrClosed.
+func (s *Store) RevokeLeaseID(ctx context.Context, id LeaseID) error {
+	if s.isClosed() {
+		return fmt.Errorf("meta: revoke lease %x: %w", id, ErrClosed)
+	}
+	_, err := s.client.Revoke(ctx, clientv3.LeaseID(id))
+	if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return s.wrapErr("revoke lease", fmt.Sprintf("%x", id), err)
+	}
+	return nil
+}
