@@ -290,6 +290,7 @@ func (n *Node) startAdmin() error {
 	n.ledgerRoutes(n.admin)
 	if n.js != nil {
 		n.topicRoutes(n.admin)
+		n.bundleRoutes(n.admin)
 	}
 	n.admin.AddReadyCheck("metadata", func(ctx context.Context) error {
 		_, err := n.store.Get(ctx, n.registrationKey())

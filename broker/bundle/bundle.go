@@ -69,7 +69,9 @@ func parseHex(s string) (uint32, error) {
 }
 
 // TopicHash is the hash that places a topic in a bundle: FNV-1a (32 bit)
-// of "tenant/namespace/topic".
+// of "tenant/namespace/topic", mixed by MurmurHash3's 32-bit finalizer
+// (FNV-1a alone barely moves its high bits when only the last characters
+// differ, so "t1".."t9" would share a bundle).
 func TopicHash(tenant, namespace, topic string) uint32 {
 	h := fnv.New32a()
 	h.Write([]byte(tenant))
@@ -77,7 +79,13 @@ func TopicHash(tenant, namespace, topic string) uint32 {
 	h.Write([]byte(namespace))
 	h.Write([]byte{'/'})
 	h.Write([]byte(topic))
-	return h.Sum32()
+	x := h.Sum32()
+	x ^= x >> 16
+	x *= 0x85ebca6b
+	x ^= x >> 13
+	x *= 0xc2b2ae35
+	x ^= x >> 16
+	return x
 }
 
 // ID names a bundle: a namespace and one of its ranges.

@@ -6,7 +6,7 @@
 //   - Bundle ranges: a namespace with N bundles splits the 32-bit hash
 //     space into N equal ranges, named as Pulsar names them
 //     ("0x00000000_0x40000000"); a topic belongs to the range holding
-//     the FNV-1a 32-bit hash of "tenant/namespace/topic".
+//     the hash of "tenant/namespace/topic" (TopicHash).
 //   - Placement decisions over a View (the bundles, the live brokers and
 //     the current owners, as every broker sees them in etcd): which broker
 //     should acquire an unowned bundle (Acquirer: an admin unload's target,

@@ -3,6 +3,8 @@ package jetstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sort"
 	"strings"
@@ -303,4 +305,63 @@ func (s *Service) allBundles() []bundle.ID {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
+}
+
+// Errors of Unload.
+var (
+	// ErrUnknownBundle: the bundle is not one of the region's (no such
+	// namespace, or not one of its ranges).
+	ErrUnknownBundle = errors.New("jetstream: no such bundle")
+	// ErrNotLive: the unload's target is not a live broker of the region.
+	ErrNotLive = errors.New("jetstream: not a live broker")
+	// ErrNoOwner: the bundle has no owner to move it from.
+	ErrNoOwner = errors.New("jetstream: the bundle has no owner")
+)
+
+// Unload asks the owner of bundle id to hand it over (`strata admin
+// bundles unload`): it records an unload in etcd, which the owner answers
+// by closing the bundle's topics and deleting its owner key; the bundle
+// then goes to broker to (when not "") or to the least loaded other live
+// broker. It returns the owner it moves from. Errors: ErrUnknownBundle,
+// ErrNotLive (to), ErrNoOwner, or etcd's.
+func (s *Service) Unload(ctx context.Context, id bundle.ID, to string) (from string, err error) {
+	known := false
+	for _, b := range s.allBundles() {
+		known = known || b == id
+	}
+	if !known {
+		return "", fmt.Errorf("%w: %s", ErrUnknownBundle, id)
+	}
+	s.place.mu.RLock()
+	from = s.place.owners[id].Broker
+	target, live := s.place.brokers[to]
+	s.place.mu.RUnlock()
+	if to != "" && (!live || target.Draining) {
+		return "", fmt.Errorf("%w: %s", ErrNotLive, to)
+	}
+	if from == "" {
+		return "", fmt.Errorf("%w: %s", ErrNoOwner, id)
+	}
+	if from == to {
+		return from, nil
+	}
+	_, err = meta.PutJSON(ctx, s.cfg.Store, unloadKey(id), unloadRec{From: from, To: to, At: s.cfg.Now().UTC()})
+	return from, err
+}
+
+// WaitMoved waits until bundle id has an owner other than from and
+// returns it. Errors: ctx's.
+func (s *Service) WaitMoved(ctx context.Context, id bundle.ID, from string) (string, error) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if o := s.place.owner(id); o != "" && o != from {
+			return o, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-tick.C:
+		}
+	}
 }

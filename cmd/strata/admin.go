@@ -120,7 +120,7 @@ func newAdmin() *cobra.Command {
 			return tw.Flush()
 		},
 	})
-	cmd.AddCommand(bookies, newAdminLedgers(&flags), newAdminTopics(&flags))
+	cmd.AddCommand(bookies, newAdminLedgers(&flags), newAdminTopics(&flags), newAdminBundles(&flags))
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package adminclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -86,12 +87,37 @@ func (e *APIError) Error() string {
 
 // Get GETs base+path and decodes a 200 JSON answer into v.
 func Get(ctx context.Context, client *http.Client, base, path string, v any) error {
+	return do(ctx, client, http.MethodGet, base, path, nil, v)
+}
+
+// Post POSTs in (JSON; nil: no body) to base+path and decodes a 200 or
+// 202 JSON answer into v. Errors as Get's.
+func Post(ctx context.Context, client *http.Client, base, path string, in, v any) error {
+	var body []byte
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = b
+	}
+	return do(ctx, client, http.MethodPost, base, path, body, v)
+}
+
+func do(ctx context.Context, client *http.Client, method, base, path string, in []byte, v any) error {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+path, nil)
+	var rd io.Reader
+	if in != nil {
+		rd = bytes.NewReader(in)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base, "/")+path, rd)
 	if err != nil {
 		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -102,7 +128,7 @@ func Get(ctx context.Context, client *http.Client, base, path string, v any) err
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
 		var eb adminhttp.ErrorBody
 		if json.Unmarshal(body, &eb) == nil && eb.Error.Code != "" {
 			return &APIError{Status: resp.StatusCode, ErrorDetail: eb.Error}
