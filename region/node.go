@@ -386,13 +386,19 @@ func (n *Node) Endpoints() meshfile.Node {
 // check).
 func (n *Node) Routes() []string { return n.admin.Routes() }
 
-// Stop leaves the pools gracefully, drops the registration, and stops
-// every part; it waits for all goroutines. Idempotent: later calls return
+// Stop hands a broker's bundles over (jetstream.Service.Close), leaves
+// the pools gracefully, drops the registration, and stops every part; it
+// waits for all goroutines. Idempotent: later calls return
 // the first call's result.
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
 		close(n.stop)
 		var errs []error
+		// A broker hands its bundles over first, while its routes and
+		// pools are up, so that its clients' work keeps flowing.
+		if n.js != nil {
+			errs = append(errs, n.js.Close(ctx))
+		}
 		for _, p := range []*gossip.Pool{n.wan, n.lan} {
 			if p == nil {
 				continue
@@ -403,9 +409,6 @@ func (n *Node) Stop(ctx context.Context) error {
 			errs = append(errs, p.Close())
 		}
 		n.wg.Wait()
-		if n.js != nil {
-			errs = append(errs, n.js.Close(ctx))
-		}
 		if n.broker != nil {
 			errs = append(errs, n.broker.Close(ctx))
 		}
