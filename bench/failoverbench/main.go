@@ -9,11 +9,12 @@
 //     publish sent after it, and to the first delivery of such a message.
 //     The killed broker is restarted and placement allowed to settle
 //     before the next run.
+//
 //   - Throughput through a forwarding broker vs through the owner:
 //     `-msgs` async publishes (window 500) of `-size` bytes, then a pull
 //     consumer reading them all, each way.
 //
-//	go run ./bench/failoverbench -strata bin/strata [-runs 20] [-brokers 3]
+//     go run ./bench/failoverbench -strata bin/strata [-runs 20] [-brokers 3]
 package main
 
 import (
