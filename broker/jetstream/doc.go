@@ -15,12 +15,19 @@
 //     namespace auto-creates topic tenant/namespace/topic (stream
 //     "namespace:topic", subjects "t.ns.topic" and "t.ns.topic.>") unless
 //     the namespace forbids it. Any other subject is plain NATS.
-//   - Ownership: one etcd election per topic ("owners/<t>/<ns>/<topic>")
-//     under the broker's lease; every broker campaigns for every topic,
-//     the first in line owns it. The owner opens the managed ledger (its
-//     takeover recovery fences the previous owner) with the election's
-//     condition on every etcd write; a fenced add or a failed condition
-//     makes it drop the topic and campaign again.
+//   - Ownership, by namespace bundles (broker/bundle decides placement):
+//     a broker owns a bundle while its owner key
+//     ("bundles/owners/<t>/<ns>/<range>", created under the broker's lease)
+//     exists at the revision it created it at, and serves every topic of
+//     the bundle: it opens the managed ledger (its takeover recovery fences
+//     the previous owner) with that key's condition on every etcd write; a
+//     fenced add or a failed condition drops the topic, a lost lease or
+//     owner key the bundle. Placement (placement.go, ownership.go): brokers
+//     register under their lease, mirror "bundles/" from a watch, acquire
+//     unowned bundles they should own, shed one when over the load
+//     threshold, answer admin unloads, hand every bundle over when stopping
+//     (Close), and revoke the lease of a broker the Serf pool declares
+//     failed (Config.MemberDown).
 //   - Forwarding: a broker that does not own a topic forwards the client's
 //     publish, API request, pull or ack, as it came, to the owner over the
 //     region's internal link (subject $SR.FWD.<owner>); the owner answers

@@ -62,6 +62,8 @@ type Node struct {
 	Ready *bool `json:"ready,omitempty"`
 	// Bookie is a bookie node's own state (status only).
 	Bookie *BookieState `json:"bookie,omitempty"`
+	// Broker is a broker node's bundles (status only).
+	Broker *BrokerState `json:"broker,omitempty"`
 	// Exited is set by `strata up` when the node's process ended.
 	Exited string `json:"exited,omitempty"`
 }
@@ -76,6 +78,14 @@ type BookieState struct {
 	FreeBytes  int64  `json:"free_bytes"`
 	TotalBytes int64  `json:"total_bytes"`
 	ReadOnly   bool   `json:"read_only"`
+}
+
+// BrokerState is what `strata status` shows of a broker: the namespace
+// bundles it owns (tenant/namespace/range) and their topics, from the
+// region's GET /admin/v1/bundles.
+type BrokerState struct {
+	Bundles []string `json:"bundles"`
+	Topics  int      `json:"topics"`
 }
 
 // Member is a pool member as reported by a node (status only).

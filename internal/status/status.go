@@ -30,6 +30,7 @@ func Collect(ctx context.Context, f *meshfile.File, client *http.Client) (*meshf
 		view   *region.MembersView
 		ready  *bool
 		bookie *meshfile.BookieState
+		broker *meshfile.BrokerState
 	}
 	probes := make([][]probe, len(f.Regions))
 	var wg sync.WaitGroup
@@ -45,6 +46,9 @@ func Collect(ctx context.Context, f *meshfile.File, client *http.Client) (*meshf
 				probes[i][j].view = fetchJSON[region.MembersView](ctx, client, n.Admin+"/admin/v1/members")
 				if n.Role == "bookie" {
 					probes[i][j].bookie = fetchJSON[meshfile.BookieState](ctx, client, n.Admin+"/admin/v1/bookie")
+				}
+				if n.Role == "broker" {
+					probes[i][j].broker = brokerState(ctx, client, n.Admin, reg.Name+"."+n.ID)
 				}
 			}()
 			go func() {
@@ -71,6 +75,7 @@ func Collect(ctx context.Context, f *meshfile.File, client *http.Client) (*meshf
 			r.Nodes[j].State = MergeState(region.SerfName(reg.Name, r.Nodes[j].ID), views)
 			r.Nodes[j].Ready = probes[i][j].ready
 			r.Nodes[j].Bookie = probes[i][j].bookie
+			r.Nodes[j].Broker = probes[i][j].broker
 		}
 		r.WAN = wanView(views)
 		out.Regions[i] = r
@@ -239,15 +244,43 @@ func readyText(r *bool) string {
 	}
 }
 
+// brokerState asks a broker for its region's bundles and keeps those
+// owned by name (the broker's name, "<region>.<id>"); nil when it does
+// not answer.
+func brokerState(ctx context.Context, client *http.Client, admin, name string) *meshfile.BrokerState {
+	type bundles struct {
+		Bundles []struct {
+			Bundle, Owner string
+			Topics        int
+		}
+	}
+	a := fetchJSON[bundles](ctx, client, admin+"/admin/v1/bundles")
+	if a == nil {
+		return nil
+	}
+	st := &meshfile.BrokerState{Bundles: []string{}}
+	for _, b := range a.Bundles {
+		if b.Owner == name {
+			st.Bundles = append(st.Bundles, b.Bundle)
+			st.Topics += b.Topics
+		}
+	}
+	return st
+}
+
 // detail is the role-specific column: a bookie's instance, ledgers and
-// disk use.
+// disk use; a broker's NATS URL and bundles.
 func detail(n meshfile.Node) string {
 	b := n.Bookie
 	if b == nil {
+		s := ""
 		if n.NATS != "" {
-			return "NATS " + n.NATS
+			s = "NATS " + n.NATS
 		}
-		return ""
+		if br := n.Broker; br != nil {
+			s += fmt.Sprintf(", %d bundles (%d topics)", len(br.Bundles), br.Topics)
+		}
+		return s
 	}
 	inst := b.Instance
 	if len(inst) > 8 {
