@@ -203,7 +203,7 @@ func (s *Service) drainParked(name mledger.Name, p *parking) {
 				cut++
 			}
 			p.items = p.items[cut:]
-			if len(p.items) == 0 || s.reg.topic(name) == nil {
+			if len(p.items) == 0 {
 				delete(s.parked, name)
 				s.mu.Unlock()
 				return

@@ -28,17 +28,23 @@ type envelope struct {
 	Subject string // forward: the client's subject; delivery: the inbox
 	Reply   string // forward: the client's reply; delivery: the ack subject
 	Show    string // delivery: the subject shown on the MSG line
-	Header  []byte
-	Data    []byte
+	// Topic: forward of a publish: the topic ("t/ns/topic") the sender
+	// found capturing the subject, so an owner whose registry has not yet
+	// seen a new topic waits for it instead of dropping the message.
+	Topic  string
+	Header []byte
+	Data   []byte
 }
 
-const envelopeVersion = 1
+// envelopeVersion 2 added Topic; version 1 envelopes (no Topic) are
+// still read.
+const envelopeVersion = 2
 
 func (e *envelope) marshal() []byte {
-	n := 2 + 5*binary.MaxVarintLen32 + len(e.Origin) + len(e.Subject) + len(e.Reply) + len(e.Show) + len(e.Header) + len(e.Data)
+	n := 2 + 6*binary.MaxVarintLen32 + len(e.Origin) + len(e.Subject) + len(e.Reply) + len(e.Show) + len(e.Topic) + len(e.Header) + len(e.Data)
 	b := make([]byte, 0, n)
 	b = append(b, envelopeVersion, e.Hops)
-	for _, s := range []string{e.Origin, e.Subject, e.Reply, e.Show} {
+	for _, s := range []string{e.Origin, e.Subject, e.Reply, e.Show, e.Topic} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
@@ -53,9 +59,10 @@ var errEnvelope = errors.New("jetstream: malformed internal envelope")
 // with b.
 func unmarshalEnvelope(b []byte) (envelope, error) {
 	var e envelope
-	if len(b) < 2 || b[0] != envelopeVersion {
+	if len(b) < 2 || (b[0] != 1 && b[0] != envelopeVersion) {
 		return e, fmt.Errorf("%w: version", errEnvelope)
 	}
+	version := b[0]
 	e.Hops = b[1]
 	b = b[2:]
 	field := func(what string) ([]byte, error) {
@@ -67,15 +74,19 @@ func unmarshalEnvelope(b []byte) (envelope, error) {
 		b = b[k+int(n):]
 		return v, nil
 	}
-	var strs [4]string
-	for i, what := range []string{"origin", "subject", "reply", "show"} {
+	var strs [5]string
+	names := []string{"origin", "subject", "reply", "show", "topic"}
+	if version == 1 {
+		names = names[:4]
+	}
+	for i, what := range names {
 		v, err := field(what)
 		if err != nil {
 			return e, err
 		}
 		strs[i] = string(v)
 	}
-	e.Origin, e.Subject, e.Reply, e.Show = strs[0], strs[1], strs[2], strs[3]
+	e.Origin, e.Subject, e.Reply, e.Show, e.Topic = strs[0], strs[1], strs[2], strs[3], strs[4]
 	h, err := field("header")
 	if err != nil {
 		return e, err

@@ -9,17 +9,27 @@ import (
 func TestEnvelopeRoundTrip(t *testing.T) {
 	for _, e := range []envelope{
 		{},
-		{Hops: 2, Origin: "solo.b1", Subject: "ord.new", Reply: "_INBOX.x.y", Header: []byte("NATS/1.0\r\nA: b\r\n\r\n"), Data: []byte("payload")},
+		{Hops: 2, Origin: "solo.b1", Subject: "ord.new", Reply: "_INBOX.x.y", Topic: "demo/streams/ORD", Header: []byte("NATS/1.0\r\nA: b\r\n\r\n"), Data: []byte("payload")},
 		{Origin: "b2", Subject: "_INBOX.a", Reply: "$JS.ACK.S.C.1.2.3.4.5", Show: "ord.a", Data: bytes.Repeat([]byte{0}, 70000)},
 	} {
 		got, err := unmarshalEnvelope(e.marshal())
 		if err != nil {
 			t.Fatalf("%+v: %v", e, err)
 		}
-		if got.Hops != e.Hops || got.Origin != e.Origin || got.Subject != e.Subject || got.Reply != e.Reply || got.Show != e.Show ||
+		if got.Hops != e.Hops || got.Origin != e.Origin || got.Subject != e.Subject || got.Reply != e.Reply || got.Show != e.Show || got.Topic != e.Topic ||
 			!bytes.Equal(got.Header, e.Header) || !bytes.Equal(got.Data, e.Data) {
 			t.Fatalf("round trip: got %+v, want %+v", got, e)
 		}
+	}
+}
+
+// TestEnvelopeVersion1: an envelope of version 1 (no Topic), from a
+// broker of the previous release, still decodes.
+func TestEnvelopeVersion1(t *testing.T) {
+	v1 := []byte{1, 0, 2, 'b', '1', 1, 's', 1, 'r', 0, 0, 'x'}
+	got, err := unmarshalEnvelope(v1)
+	if err != nil || got.Origin != "b1" || got.Subject != "s" || got.Reply != "r" || got.Topic != "" || string(got.Data) != "x" {
+		t.Fatalf("version 1: %+v, %v", got, err)
 	}
 }
 

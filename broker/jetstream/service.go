@@ -229,7 +229,13 @@ func (s *Service) onForward(_, _, _, payload []byte) {
 	m := message{origin: e.Origin, hops: e.Hops, subject: e.Subject, reply: e.Reply, hdr: e.Header, data: e.Data}
 	if !strings.HasPrefix(m.subject, "$JS.") {
 		if m.stream = s.reg.captures([]byte(m.subject)); m.stream == nil {
-			return // the stream went away on the way
+			// A topic created a moment ago, which this broker's registry
+			// has not seen yet: wait for it (parked, in order), as for a
+			// topic without a serving owner.
+			if name, ok := mledger.ParseName(e.Topic); ok {
+				s.toOwner(name, m, func(t *topic) { t.publish(m) })
+			}
+			return
 		}
 	}
 	s.dispatch(m)
@@ -255,6 +261,9 @@ func (s *Service) onDelivery(_, _, _, payload []byte) {
 func (s *Service) forward(name mledger.Name, owner string, m message) {
 	s.trackPull(name, owner, m)
 	e := envelope{Hops: m.hops + 1, Origin: m.origin, Subject: m.subject, Reply: m.reply, Header: m.hdr, Data: m.data}
+	if m.stream != nil {
+		e.Topic = name.String()
+	}
 	s.srv.PublishInternal([]byte(fwdPrefix+owner), nil, nil, e.marshal())
 }
 

@@ -36,7 +36,13 @@ func ParseKey(key string) (Name, bool) {
 	if !ok {
 		return Name{}, false
 	}
-	parts := strings.Split(rest, "/")
+	return ParseName(rest)
+}
+
+// ParseName is String's inverse: ok is false unless s is three valid
+// tokens "tenant/namespace/topic".
+func ParseName(s string) (Name, bool) {
+	parts := strings.Split(s, "/")
 	if len(parts) != 3 {
 		return Name{}, false
 	}
