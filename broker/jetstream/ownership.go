@@ -12,6 +12,9 @@ import (
 	"github.com/stratamesh/strata/internal/meta"
 )
 
+// freshRegistration: see voidDeadBrokers.
+const freshRegistration = 5 * time.Second
+
 // ownedBundle is a bundle this broker owns: its owner key's condition,
 // and the topics of it that it serves.
 type ownedBundle struct {
@@ -257,7 +260,10 @@ func (s *Service) ownedBundle(id bundle.ID) *ownedBundle {
 // membership layer (Config.MemberDown: Serf's failure detection) reports
 // dead, so its bundles are free at once rather than after the lease TTL.
 // A broker wrongly declared dead only loses its bundles: its writes are
-// conditioned on its owner keys, so nothing it does afterwards lands.
+// conditioned on its owner keys, so nothing it does afterwards lands. A
+// registration younger than freshRegistration is left alone: a broker
+// restarted under the same name registers before Serf has seen it alive
+// again.
 func (s *Service) voidDeadBrokers(brokers map[string]brokerRec, owners map[bundle.ID]ownerEntry) {
 	if s.cfg.MemberDown == nil {
 		return
@@ -267,7 +273,7 @@ func (s *Service) voidDeadBrokers(brokers map[string]brokerRec, owners map[bundl
 		owns[e.Broker] = true
 	}
 	for name, b := range brokers {
-		if name == s.cfg.Name || b.Draining || !owns[name] || !s.cfg.MemberDown(name) {
+		if name == s.cfg.Name || b.Draining || !owns[name] || s.cfg.Now().Sub(b.Since) < freshRegistration || !s.cfg.MemberDown(name) {
 			continue
 		}
 		s.mu.Lock()
