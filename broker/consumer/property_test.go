@@ -684,6 +684,9 @@ func (w *world) check(t *rapid.T) {
 	if mp := w.cfg.MaxAckPending; mp > 0 && len(w.c.pending) > mp {
 		t.Fatalf("num_ack_pending %d above %d", len(w.c.pending), mp)
 	}
+	if n := len(w.c.held); n > w.c.maxHeld() {
+		t.Fatalf("%d messages held, at most %d", n, w.c.maxHeld())
+	}
 }
 
 // drain heals the world and consumes everything: every live matching
