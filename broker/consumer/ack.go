@@ -74,12 +74,21 @@ func (c *Consumer) ackMsg(now time.Time, sseq uint64) bool {
 	n := 0
 	if c.cfg.AckPolicy == jsapi.AckAll {
 		for s := c.acks.NextUnacked(c.acks.MarkDelete()); s != 0 && s <= sseq; s = c.acks.NextUnacked(s) {
+			if p := c.pending[s]; p != nil {
+				c.unbind(p)
+			}
 			delete(c.pending, s)
 			n++
 		}
 		c.acks.AckUpTo(sseq)
-	} else if _, ok := c.pending[sseq]; ok {
+	} else if p, ok := c.pending[sseq]; ok {
+		c.unbind(p)
 		delete(c.pending, sseq)
+		c.acks.Ack(sseq)
+		n = 1
+	} else if c.isHeld(sseq) {
+		// Held since a restore, but delivered before it: the ack counts.
+		c.unhold(sseq)
 		c.acks.Ack(sseq)
 		n = 1
 	}
@@ -120,9 +129,10 @@ func (c *Consumer) progress(now time.Time, sseq, dseq uint64) {
 
 // queue puts a pending message on the redelivery queue.
 func (c *Consumer) queue(seq uint64, p *pend) {
+	c.unbind(p)
 	p.state = stQueued
 	p.ver++
-	c.rdq.push(seq)
+	c.rdq.push(seqItem{seq: seq, ver: p.ver})
 }
 
 // terminate stops redelivering seq (max_deliver): acked, with an
@@ -135,6 +145,9 @@ func (c *Consumer) terminate(seq uint64, p *pend, outs []Out) []Out {
 
 // removePending acks a pending message (terminated or trimmed).
 func (c *Consumer) removePending(seq uint64) {
+	if p := c.pending[seq]; p != nil {
+		c.unbind(p)
+	}
 	delete(c.pending, seq)
 	c.acks.Ack(seq)
 	c.gen++
@@ -158,6 +171,9 @@ func (c *Consumer) ackWait(count uint32) time.Duration {
 
 // setTimer moves p to state with a deadline.
 func (c *Consumer) setTimer(seq uint64, p *pend, state pstate, at time.Time) {
+	if state != stInFlight {
+		c.unbind(p)
+	}
 	p.state, p.at = state, at
 	p.ver++
 	c.timers.push(timerItem{at: at, seq: seq, ver: p.ver})
@@ -175,18 +191,16 @@ func (c *Consumer) compactTimers() {
 		c.timers.compact(c.timerValid)
 	}
 	if c.rdq.len() > 2*len(c.pending)+64 {
-		c.rdq.compact(func(s uint64) bool {
-			p := c.pending[s]
-			return p != nil && p.state == stQueued
-		})
+		c.rdq.compact(c.queuedValid)
 	}
 }
 
 // Tick runs the timers due at now: expired requests get "408 Request
 // Timeout" with their pending headers; requests silent for their
-// idle_heartbeat get "100 Idle Heartbeat"; deliveries past their ack wait
-// are queued for redelivery, or end with an Advisory at max_deliver;
-// NAK delays that are due are queued. Then it dispatches.
+// idle_heartbeat get "100 Idle Heartbeat"; a pin whose client has not
+// pulled for priority_timeout ends (Unpinned); deliveries past their ack
+// wait are queued for redelivery, or end with an Advisory at
+// max_deliver; NAK delays that are due are queued. Then it dispatches.
 func (c *Consumer) Tick(now time.Time) []Out {
 	c.observe(now)
 	if c.stopped {
@@ -194,6 +208,7 @@ func (c *Consumer) Tick(now time.Time) []Out {
 	}
 	outs := c.expireRequests(now, nil)
 	outs = c.heartbeats(now, outs)
+	outs = c.expirePin(now, outs)
 	first := c.src.FirstSeq()
 	for c.timers.len() > 0 {
 		it := c.timers.peek()
@@ -220,8 +235,8 @@ func (c *Consumer) Tick(now time.Time) []Out {
 }
 
 // NextDeadline is the earliest time Tick has something to do: a request
-// expiry or heartbeat, an ack wait, a NAK delay or the end of
-// pause_until. Zero when there is none.
+// expiry or heartbeat, an ack wait, a NAK delay, the end of a pin or the
+// end of pause_until. Zero when there is none.
 func (c *Consumer) NextDeadline() time.Time {
 	var next time.Time
 	earlier := func(t time.Time) {
@@ -246,6 +261,9 @@ func (c *Consumer) NextDeadline() time.Time {
 	}
 	if c.cfg.PauseUntil != nil && c.cfg.PauseUntil.After(c.now) {
 		earlier(*c.cfg.PauseUntil)
+	}
+	if c.pin.id != "" {
+		earlier(c.pin.deadline)
 	}
 	return next
 }
@@ -296,7 +314,8 @@ func (c *Consumer) Info(now time.Time) jsapi.ConsumerInfo {
 		NumAckPending:  len(c.pending),
 		NumRedelivered: redelivered,
 		NumWaiting:     len(c.waiting),
-		NumPending:     c.numPendingAbove(c.delivered),
+		NumPending:     c.numPendingAbove(c.delivered) + uint64(len(c.held)),
+		PriorityGroups: c.priorityGroups(),
 		TimeStamp:      now.UTC(),
 	}
 	if c.paused(now) {

@@ -3,6 +3,8 @@ package consumer
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/stratamesh/strata/broker/jsapi"
@@ -44,6 +46,22 @@ type Consumer struct {
 	waiting []*request
 	noWaits bool // waiting may hold no_wait requests (endNoWait scans)
 
+	// Priority groups (pin.go): the pin, and where pin ids come from.
+	pin    pinState
+	pinIDs func() string
+
+	// key_shared (keyshared.go); ks is nil for other consumers. Every
+	// key in keys has n >= 1 bound (in-flight) pending entries, all
+	// delivered to its puller. held is ascending; every held sequence is
+	// <= delivered, neither acked nor pending; heldKeys counts the held
+	// messages per key (those whose key is known: all but heldUnkeyed).
+	ks          *keySpec
+	topic       string
+	keys        map[string]*binding
+	held        []heldMsg
+	heldKeys    map[string]int
+	heldUnkeyed int
+
 	// Persistence: gen counts changes to the persisted state.
 	gen, persistedGen uint64
 	syncs             []syncWait
@@ -70,6 +88,13 @@ type pend struct {
 	state pstate
 	at    time.Time // stInFlight: ack deadline; stDelayed: when it is due
 	ver   uint32    // bumped on every timer change (stale heap items)
+
+	// key_shared: the puller of its latest delivery, its key (keyed: the
+	// key is known; not yet after a restore), and whether it counts in
+	// keys (bound: in flight with a known key).
+	reply        string
+	key          string
+	keyed, bound bool
 }
 
 type lookahead struct {
@@ -109,13 +134,20 @@ func New(cfg jsapi.ConsumerConfig, st *State, now time.Time, src Source, opts ..
 	if err := checkConfig(&cfg); err != nil {
 		return nil, err
 	}
+	if cfg.PriorityPolicy == jsapi.PriorityPinned && o.pinIDs == nil {
+		return nil, errors.New("consumer: a pinned_client consumer needs the PinIDs option")
+	}
 	c := &Consumer{
-		stream:  o.stream,
-		name:    cfg.EffectiveName(),
-		src:     src,
-		now:     now,
-		pending: make(map[uint64]*pend),
-		block:   o.block,
+		stream:   o.stream,
+		name:     cfg.EffectiveName(),
+		src:      src,
+		now:      now,
+		pending:  make(map[uint64]*pend),
+		block:    o.block,
+		pinIDs:   o.pinIDs,
+		topic:    o.topic,
+		keys:     make(map[string]*binding),
+		heldKeys: make(map[string]int),
 	}
 	c.setConfig(cfg)
 	if st == nil {
@@ -153,9 +185,11 @@ func checkConfig(cfg *jsapi.ConsumerConfig) error {
 	if cfg.ReplayPolicy == jsapi.ReplayOriginal {
 		bad = append(bad, "replay_policy original")
 	}
-	if cfg.PriorityPolicy != jsapi.PriorityNone || len(cfg.PriorityGroups) > 0 {
-		bad = append(bad, "priority_groups")
+	unsupported, err := checkPriority(cfg)
+	if err != nil {
+		return err
 	}
+	bad = append(bad, unsupported...)
 	if cfg.HeadersOnly {
 		bad = append(bad, "headers_only")
 	}
@@ -170,12 +204,15 @@ func checkConfig(cfg *jsapi.ConsumerConfig) error {
 			return fmt.Errorf("%w: filter subject %q", ErrInvalidConfig, f)
 		}
 	}
-	return nil
+	_, err = parseKeyShared(cfg)
+	return err
 }
 
+// setConfig applies a checked config.
 func (c *Consumer) setConfig(cfg jsapi.ConsumerConfig) {
 	c.cfg = cfg
 	c.filters, c.literal = compileFilters(filterList(&cfg))
+	c.ks, _ = parseKeyShared(&cfg)
 }
 
 // startSeq is the first sequence a fresh cursor reads.
@@ -272,7 +309,12 @@ func (c *Consumer) restore(st *State, now time.Time) error {
 		}
 		return nil
 	}
+	held := c.heldSet(st)
 	for s := c.acks.NextUnacked(c.acks.MarkDelete()); s != 0 && s <= c.delivered; s = c.acks.NextUnacked(s) {
+		if held[s] {
+			c.restoreHeld(s) // read past, never delivered
+			continue
+		}
 		p := &pend{count: max(st.Redelivered[s], 1)}
 		c.pending[s] = p
 		if c.maxDelivered(p) {
@@ -280,7 +322,7 @@ func (c *Consumer) restore(st *State, now time.Time) error {
 			c.setTimer(s, p, stInFlight, now.Add(c.ackWait(p.count)))
 		} else {
 			p.state = stQueued
-			c.rdq.push(s)
+			c.rdq.push(seqItem{seq: s, ver: p.ver})
 		}
 	}
 	return nil
@@ -325,6 +367,9 @@ func (c *Consumer) Snapshot() (st State, gen uint64, dirty bool) {
 			}
 			st.Redelivered[s] = p.count
 		}
+	}
+	for _, h := range c.held {
+		st.Held = append(st.Held, h.seq)
 	}
 	return st, c.gen, c.gen != c.persistedGen
 }
@@ -403,7 +448,9 @@ func (c *Consumer) Stop(now time.Time, desc string) []Out {
 // UpdateConfig applies an edited configuration. Editable: description,
 // ack_wait, max_deliver, backoff, filter_subject(s), max_waiting,
 // max_ack_pending, max_batch, max_expires, max_bytes,
-// inactive_threshold, num_replicas, metadata, sample_freq, pause_until.
+// inactive_threshold, num_replicas, metadata (but its strata.subscription
+// and strata.key), sample_freq, pause_until, priority_timeout (from the
+// next pull of the pinned client).
 // New ack_wait/backoff values apply from the next delivery or +WPI. The
 // caller should Dispatch afterwards (limits may have grown).
 func (c *Consumer) UpdateConfig(cfg jsapi.ConsumerConfig) error {
@@ -425,6 +472,11 @@ func (c *Consumer) UpdateConfig(cfg jsapi.ConsumerConfig) error {
 	diff("ack_policy", cfg.AckPolicy != old.AckPolicy)
 	diff("replay_policy", cfg.ReplayPolicy != old.ReplayPolicy)
 	diff("mem_storage", cfg.MemoryStorage != old.MemoryStorage)
+	diff("priority_policy", cfg.PriorityPolicy != old.PriorityPolicy)
+	diff("priority_groups", !slices.Equal(cfg.PriorityGroups, old.PriorityGroups))
+	for _, k := range []string{MetaSubscription, MetaKey} {
+		diff("metadata "+strconv.Quote(k), cfg.Metadata[k] != old.Metadata[k])
+	}
 	if len(bad) > 0 {
 		return fmt.Errorf("%w: %v", ErrImmutable, bad)
 	}

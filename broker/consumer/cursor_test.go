@@ -234,8 +234,33 @@ func TestNewErrors(t *testing.T) {
 		{func(c *jsapi.ConsumerConfig) { c.ReplayPolicy = jsapi.ReplayOriginal }, ErrUnsupported},
 		{func(c *jsapi.ConsumerConfig) { c.HeadersOnly = true }, ErrUnsupported},
 		{func(c *jsapi.ConsumerConfig) {
-			c.PriorityPolicy, c.PriorityGroups = jsapi.PriorityPinned, []string{"g"}
+			c.PriorityPolicy, c.PriorityGroups = jsapi.PriorityOverflow, []string{"g"}
 		}, ErrUnsupported},
+		{func(c *jsapi.ConsumerConfig) {
+			c.PriorityPolicy, c.PriorityGroups = jsapi.PriorityPrioritized, []string{"g"}
+		}, ErrUnsupported},
+		{func(c *jsapi.ConsumerConfig) {
+			c.PriorityPolicy, c.PriorityGroups = jsapi.PriorityPinned, []string{"g", "h"}
+		}, ErrUnsupported},
+		{func(c *jsapi.ConsumerConfig) {
+			c.PriorityPolicy, c.PriorityGroups = jsapi.PriorityPinned, []string{"bad group"}
+		}, ErrInvalidConfig},
+		{func(c *jsapi.ConsumerConfig) { c.PriorityTimeout = time.Second }, ErrInvalidConfig},
+		{func(c *jsapi.ConsumerConfig) { c.Metadata = map[string]string{MetaSubscription: "failover"} }, ErrInvalidConfig},
+		{func(c *jsapi.ConsumerConfig) { c.Metadata = map[string]string{MetaKey: "subject"} }, ErrInvalidConfig},
+		{func(c *jsapi.ConsumerConfig) {
+			c.Metadata = map[string]string{MetaSubscription: "key_shared", MetaKey: "header:"}
+		}, ErrInvalidConfig},
+		{func(c *jsapi.ConsumerConfig) {
+			c.Metadata = map[string]string{MetaSubscription: "key_shared", MetaKey: "payload"}
+		}, ErrInvalidConfig},
+		{func(c *jsapi.ConsumerConfig) {
+			c.Metadata, c.AckPolicy = map[string]string{MetaSubscription: "key_shared"}, jsapi.AckAll
+		}, ErrInvalidConfig},
+		{func(c *jsapi.ConsumerConfig) {
+			c.Metadata = map[string]string{MetaSubscription: "key_shared"}
+			c.PriorityPolicy, c.PriorityGroups = jsapi.PriorityPinned, []string{"g"}
+		}, ErrInvalidConfig},
 		{func(c *jsapi.ConsumerConfig) { c.FilterSubject = "a..b" }, ErrInvalidConfig},
 		{func(c *jsapi.ConsumerConfig) { c.DeliverPolicy = jsapi.DeliverByStartSeq }, ErrInvalidConfig},
 		{func(c *jsapi.ConsumerConfig) { c.FilterSubject, c.FilterSubjects = "a", []string{"b"} }, ErrInvalidConfig},
@@ -252,6 +277,9 @@ func TestNewErrors(t *testing.T) {
 	}
 	if _, err := New(pullCfg(nil), nil, t0, newSource()); err == nil {
 		t.Error("no stream name accepted")
+	}
+	if _, err := New(pinCfg(nil), nil, t0, newSource(), StreamName("S")); err == nil {
+		t.Error("pinned_client without PinIDs accepted")
 	}
 	if _, err := New(pullCfg(func(c *jsapi.ConsumerConfig) { c.Durable = "" }), nil, t0, newSource(), StreamName("S")); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("unnamed consumer: %v", err)

@@ -17,20 +17,27 @@ const (
 	stallReserve          // the persisted dseq reservation is used up
 	stallLoad             // the Source failed (LoadErr)
 	stallPaused           // pause_until in the future
+	stallHeld             // key_shared: as many messages held as allowed
+	stallNoRequest        // no waiting request may take the message (pinned)
 )
 
-// candidate is the next message to deliver: a queued redelivery (p set)
-// or the next new matching message.
+// candidate is the next message to deliver: a queued redelivery (p set),
+// a held message (key_shared), or the next new matching message.
 type candidate struct {
-	seq uint64
-	msg Msg
-	p   *pend
+	seq    uint64
+	msg    Msg
+	p      *pend
+	key    string // key_shared: the message's key
+	held   bool   // a held message: a first delivery below the read position
+	loaded bool   // msg is set
 }
 
 // Dispatch delivers available messages to waiting requests: queued
 // redeliveries first (lowest stream sequence first), then new matching
-// messages, each to the oldest waiting request. New messages wait while
-// num_ack_pending >= max_ack_pending. A message bigger than the head
+// messages, each to the oldest waiting request that may take it (any
+// request, but see pin.go for pinned_client consumers and keyshared.go
+// for key_shared ones). New messages wait while num_ack_pending >=
+// max_ack_pending. A message bigger than the head
 // request's remaining max_bytes ends that request with "409 Message Size
 // Exceeds MaxBytes" and goes to the next one. A request whose batch fills
 // ends silently, or with "409 Batch Completed" if it had max_bytes left.
@@ -48,14 +55,30 @@ func (c *Consumer) Dispatch(now time.Time) []Out {
 func (c *Consumer) dispatch(now time.Time, outs []Out) []Out {
 	c.loadErr = nil
 	why := stallEmpty
-	if c.paused(now) {
+	switch {
+	case c.paused(now):
 		why = stallPaused
+	case c.ks != nil:
+		why, outs = c.dispatchKeyed(now, outs)
+	default:
+		why, outs = c.dispatchFIFO(now, outs)
 	}
-	for why != stallPaused && len(c.waiting) > 0 {
+	if why != stallReserve {
+		outs = c.endNoWait(outs)
+	}
+	return outs
+}
+
+// dispatchFIFO is a dispatch round of a consumer that is not key_shared:
+// each message to the oldest waiting request (the pinned one for
+// pinned_client).
+func (c *Consumer) dispatchFIFO(now time.Time, outs []Out) (stall, []Out) {
+	why := stallEmpty
+	for len(c.waiting) > 0 {
 		r := c.waiting[0]
 		if r.expired(now) {
 			outs = append(outs, r.status(jsapi.StatusTimeout, jsapi.DescRequestTimeout))
-			c.removeHead()
+			c.removeAt(0)
 			continue
 		}
 		var cd candidate
@@ -63,19 +86,30 @@ func (c *Consumer) dispatch(now time.Time, outs []Out) []Out {
 		if why != stallNone {
 			break
 		}
+		i, newPin := 0, false
+		if c.pinned() {
+			if i, newPin, outs = c.pickPinned(now, outs); i < 0 {
+				why = stallNoRequest
+				break
+			}
+			r = c.waiting[i]
+		}
 		meta := c.meta(cd)
 		size := c.size(cd.msg, meta)
 		if r.maxBytes > 0 && size > r.bytesLeft {
 			outs = append(outs, r.status(jsapi.StatusConflict, jsapi.DescMaxBytesExceeded))
-			c.removeHead()
+			if newPin {
+				c.unassignPin(r)
+			}
+			c.removeAt(i)
 			continue
 		}
-		outs = c.deliver(now, r, cd, meta, size, outs)
+		if newPin {
+			outs = append(outs, c.pinConfirm(r))
+		}
+		outs = c.deliver(now, i, cd, meta, size, outs)
 	}
-	if why != stallReserve {
-		outs = c.endNoWait(outs)
-	}
-	return outs
+	return why, outs
 }
 
 func (c *Consumer) paused(now time.Time) bool {
@@ -86,12 +120,12 @@ func (c *Consumer) paused(now time.Time) bool {
 // trimmed messages and end redeliveries that reached max_deliver.
 func (c *Consumer) next(outs []Out) (candidate, stall, []Out) {
 	for c.rdq.len() > 0 {
-		seq := c.rdq.peek()
-		p := c.pending[seq]
-		if p == nil || p.state != stQueued {
+		it := c.rdq.peek()
+		if !c.queuedValid(it) {
 			c.rdq.pop()
 			continue
 		}
+		seq, p := it.seq, c.pending[it.seq]
 		if c.maxDelivered(p) { // max_deliver lowered since it was queued
 			c.rdq.pop()
 			outs = c.terminate(seq, p, outs)
@@ -110,7 +144,7 @@ func (c *Consumer) next(outs []Out) (candidate, stall, []Out) {
 			c.loadErr = err
 			return candidate{}, stallLoad, outs
 		}
-		return candidate{seq, msg, p}, stallNone, outs
+		return candidate{seq: seq, msg: msg, p: p, loaded: true}, stallNone, outs
 	}
 	if c.ackPendingFull() {
 		return candidate{}, stallAckPending, outs
@@ -118,11 +152,24 @@ func (c *Consumer) next(outs []Out) (candidate, stall, []Out) {
 	if c.dseq >= c.persistedReserved {
 		return candidate{}, stallReserve, outs
 	}
+	cd, why := c.nextNew()
+	return cd, why, outs
+}
+
+// queuedValid reports whether a redelivery queue item is current.
+func (c *Consumer) queuedValid(it seqItem) bool {
+	p := c.pending[it.seq]
+	return p != nil && p.state == stQueued && p.ver == it.ver
+}
+
+// nextNew reads the next new matching message, skipping (and acking)
+// filtered-out and trimmed ones.
+func (c *Consumer) nextNew() (candidate, stall) {
 	for {
 		last := c.src.LastSeq()
 		seq := c.delivered + 1
 		if seq > last {
-			return candidate{}, stallEmpty, outs
+			return candidate{}, stallEmpty
 		}
 		if first := c.src.FirstSeq(); seq < first {
 			c.skipTo(min(first-1, last))
@@ -140,13 +187,13 @@ func (c *Consumer) next(outs []Out) (candidate, stall, []Out) {
 		}
 		if err != nil {
 			c.loadErr = err
-			return candidate{}, stallLoad, outs
+			return candidate{}, stallLoad
 		}
 		if !c.matches(msg.Subject) {
 			c.skipTo(seq)
 			continue
 		}
-		return candidate{seq, msg, nil}, stallNone, outs
+		return candidate{seq: seq, msg: msg, loaded: true}, stallNone
 	}
 }
 
@@ -189,8 +236,12 @@ func (c *Consumer) meta(cd candidate) jsapi.AckMeta {
 	if !cd.msg.Time.IsZero() {
 		ts = cd.msg.Time.UnixNano()
 	}
+	pending := c.numPendingAbove(max(c.delivered, cd.seq))
+	if len(c.held) > 0 {
+		pending += uint64(c.heldAbove(cd.seq))
+	}
 	return jsapi.AckMeta{Stream: c.stream, Consumer: c.name, Delivered: count, StreamSeq: cd.seq,
-		ConsumerSeq: c.dseq + 1, Timestamp: ts, Pending: c.numPendingAbove(max(c.delivered, cd.seq))}
+		ConsumerSeq: c.dseq + 1, Timestamp: ts, Pending: pending}
 }
 
 // size is what a delivery counts against max_bytes, as the reference and
@@ -200,10 +251,14 @@ func (c *Consumer) size(m Msg, meta jsapi.AckMeta) int {
 	return len(m.Subject) + len(c.scratch) + len(m.Header) + len(m.Data)
 }
 
-func (c *Consumer) deliver(now time.Time, r *request, cd candidate, meta jsapi.AckMeta, size int, outs []Out) []Out {
-	if cd.p != nil {
-		c.rdq.pop()
-	} else {
+// deliver sends cd to waiting request i.
+func (c *Consumer) deliver(now time.Time, i int, cd candidate, meta jsapi.AckMeta, size int, outs []Out) []Out {
+	r := c.waiting[i]
+	switch {
+	case cd.p != nil: // a redelivery: its queue item is stale from here on
+	case cd.held:
+		c.unhold(cd.seq)
+	default:
 		c.delivered = cd.seq
 	}
 	c.look = lookahead{}
@@ -215,13 +270,18 @@ func (c *Consumer) deliver(now time.Time, r *request, cd candidate, meta jsapi.A
 	} else {
 		p := cd.p
 		if p == nil {
-			p = &pend{}
+			p = &pend{key: cd.key, keyed: c.ks != nil}
 			c.pending[cd.seq] = p
 		}
 		p.dseq, p.count = meta.ConsumerSeq, uint32(meta.Delivered)
 		c.setTimer(cd.seq, p, stInFlight, now.Add(c.ackWait(p.count)))
+		c.bind(p, r.reply)
 	}
-	outs = append(outs, Out{Kind: Deliver, Reply: r.reply, Msg: cd.msg, Ack: meta})
+	out := Out{Kind: Deliver, Reply: r.reply, Msg: cd.msg, Ack: meta}
+	if c.pinned() {
+		out.PinID = r.pinID
+	}
+	outs = append(outs, out)
 	c.lastDelivery, c.lastActivity = now, now
 	r.batchLeft--
 	r.delivered++
@@ -234,9 +294,9 @@ func (c *Consumer) deliver(now time.Time, r *request, cd candidate, meta jsapi.A
 		if r.maxBytes > 0 && r.bytesLeft > 0 {
 			outs = append(outs, r.status(jsapi.StatusConflict, jsapi.DescBatchCompleted))
 		}
-		c.removeHead()
+		c.removeAt(i)
 	case r.maxBytes > 0 && r.bytesLeft == 0:
-		c.removeHead() // exactly used up: the client counts bytes too
+		c.removeAt(i) // exactly used up: the client counts bytes too
 	}
 	return outs
 }

@@ -28,18 +28,38 @@
 //     num_ack_pending < max_ack_pending.
 //   - AckSync replies: released by Persisted once the acks they confirm
 //     are in a persisted Snapshot.
+//   - Pulsar's subscription types (spec §4 "Subscription types"): Shared
+//     is the default (many pullers, each message to one request).
+//     Exclusive/Failover is a priority group with priority_policy
+//     "pinned_client" (pin.go, as nats-server ≥ 2.11): one group; the
+//     first request served gets a pin id, its messages carry it
+//     (Out.PinID, header Nats-Pin-Id), pulls with another id get 423,
+//     pulls without one wait; the pin moves to a waiting request after
+//     priority_timeout without a pull from the pinned client, or on
+//     Unpin. Key_Shared is selected by metadata (keyshared.go):
+//     "strata.subscription": "key_shared" and "strata.key": "subject"
+//     (the default: the subject's tokens after TopicSubject, or the whole
+//     subject) or "header:<Name>" (that header's value, "" without it).
+//     A puller is a request's reply subject; a key with a delivery in
+//     flight is bound to its puller, and its messages go only there, first
+//     deliveries in stream order; others' messages of a bound key are held
+//     (at most max_ack_pending of them, or 1000) and go before new ones.
 //
 // # What it must not do
 //
 // No goroutines, no I/O of its own, no clock and no randomness: time is
 // passed in (now), messages come from the Source, and everything to send
 // comes back as Outs, in order; the driver formats them (status headers,
-// the $JS.ACK subject via jsapi.FormatAckSubject) and publishes the
-// advisories. It does not decide retention, deletion of ephemerals
+// the $JS.ACK subject via jsapi.FormatAckSubject, the Nats-Pin-Id
+// header) and publishes the advisories. Pin ids come from the driver
+// (PinIDs). It does not decide retention, deletion of ephemerals
 // (inactive_threshold: see LastActivity), or leadership. It serves pull
 // consumers only: push consumers, ack_policy flow_control,
 // deliver_policy last_per_subject, replay_policy original, priority
-// groups, headers_only and rate limits are ErrUnsupported.
+// policies overflow and prioritized, more than one priority group,
+// headers_only and rate limits are ErrUnsupported; key_shared needs
+// ack_policy explicit and no priority groups, and invalid strata.*
+// metadata is ErrInvalidConfig naming the key.
 //
 // # Concurrency
 //
@@ -50,7 +70,9 @@
 // # The driver's duties
 //
 //   - Pass StreamName to New, and a config with a name (ephemerals are
-//     named by the driver).
+//     named by the driver); PinIDs for pinned_client consumers (ids unique
+//     across restarts: random); TopicSubject when the stream captures its
+//     own topic's subjects (key_shared by subject).
 //   - Call Snapshot after each call; when dirty, persist the State (JSON)
 //     and then call Persisted(gen), sending what it returns. Nothing is
 //     delivered before the first Persisted: a fresh or restored consumer
@@ -65,7 +87,11 @@
 //   - Stop with "Leadership Change" or "Consumer Deleted" when the topic
 //     moves or the consumer goes; restore elsewhere from the last
 //     persisted State (acks since then are lost and those messages are
-//     redelivered with a higher delivery count, spec §4).
+//     redelivered with a higher delivery count, spec §4). The pin is not
+//     persisted (nor is it by the reference): the old pin's pulls get the
+//     423 "Nats-Wrong-Pin-Id" and its client pulls again without an id.
+//   - Add the Nats-Pin-Id header (Out.PinID) to a Deliver, after the
+//     stored headers; publish the Pinned and Unpinned advisories.
 //
 // # Approximations
 //
@@ -94,4 +120,14 @@
 //     404) — except while the dseq reservation awaits Persisted, and, as in
 //     the reference, a no_wait request with expires (legacy Fetch) waits
 //     for its first message or its expiry.
+//   - pinned_client: a pull without a group gets "400 Bad Request -
+//     Priority Group missing" whatever its body; the reference serves an
+//     empty or numeric body without giving it a pin. max_bytes counts a
+//     message without its Nats-Pin-Id header, as the reference does.
+//   - key_shared: a Fetch (new inbox per call) is a new puller each time,
+//     so the keys of its unacked messages stay bound to the old inbox
+//     until acked or their ack_wait ends. A message of a restored consumer
+//     that was in flight at its last max_deliver has an unknown key and
+//     binds nothing. An ack of a held message (delivered before a restore
+//     that did not persist the delivery) counts.
 package consumer

@@ -1,7 +1,9 @@
 package consumer
 
 import (
+	"cmp"
 	"container/heap"
+	"slices"
 	"time"
 )
 
@@ -10,14 +12,22 @@ import (
 // dropped, so no operation needs to find an item in the middle.
 
 // seqHeap is the redelivery queue: queued stream sequences, lowest first.
+// An item is valid while its pending entry is queued with the same ver
+// (queue bumps it), so a sequence queued again after a delivery taken
+// from the middle of the queue (key_shared) is not served twice.
 type seqHeap struct{ h seqs }
 
-type seqs []uint64
+type seqItem struct {
+	seq uint64
+	ver uint32
+}
+
+type seqs []seqItem
 
 func (s seqs) Len() int           { return len(s) }
-func (s seqs) Less(i, j int) bool { return s[i] < s[j] }
+func (s seqs) Less(i, j int) bool { return s[i].seq < s[j].seq }
 func (s seqs) Swap(i, j int)      { s[i], s[j] = s[j], s[i] }
-func (s *seqs) Push(x any)        { *s = append(*s, x.(uint64)) }
+func (s *seqs) Push(x any)        { *s = append(*s, x.(seqItem)) }
 func (s *seqs) Pop() any {
 	old := *s
 	x := old[len(old)-1]
@@ -25,10 +35,10 @@ func (s *seqs) Pop() any {
 	return x
 }
 
-func (q *seqHeap) push(seq uint64) { heap.Push(&q.h, seq) }
+func (q *seqHeap) push(it seqItem) { heap.Push(&q.h, it) }
 func (q *seqHeap) len() int        { return len(q.h) }
-func (q *seqHeap) peek() uint64    { return q.h[0] }
-func (q *seqHeap) pop() uint64     { return heap.Pop(&q.h).(uint64) }
+func (q *seqHeap) peek() seqItem   { return q.h[0] }
+func (q *seqHeap) pop() seqItem    { return heap.Pop(&q.h).(seqItem) }
 
 // timerItem is a deadline of a pending entry: valid while the entry
 // exists with the same ver.
@@ -76,13 +86,27 @@ func (q *timerHeap) compact(keep func(timerItem) bool) {
 	heap.Init(&q.h)
 }
 
-func (q *seqHeap) compact(keep func(uint64) bool) {
+func (q *seqHeap) compact(keep func(seqItem) bool) {
 	out := q.h[:0]
-	for _, s := range q.h {
-		if keep(s) {
-			out = append(out, s)
+	for _, it := range q.h {
+		if keep(it) {
+			out = append(out, it)
 		}
 	}
+	clear(q.h[len(out):])
 	q.h = out
 	heap.Init(&q.h)
+}
+
+// sorted returns the items keep accepts, lowest sequence first (a copy:
+// the heap is unchanged).
+func (q *seqHeap) sorted(keep func(seqItem) bool) []seqItem {
+	out := make([]seqItem, 0, len(q.h))
+	for _, it := range q.h {
+		if keep(it) {
+			out = append(out, it)
+		}
+	}
+	slices.SortFunc(out, func(a, b seqItem) int { return cmp.Compare(a.seq, b.seq) })
+	return out
 }

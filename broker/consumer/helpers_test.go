@@ -84,6 +84,24 @@ func pullCfg(mod func(*jsapi.ConsumerConfig)) jsapi.ConsumerConfig {
 	return cfg
 }
 
+// pinCfg is pullCfg for a pinned_client consumer with group "g" and a
+// priority_timeout of 5 s.
+func pinCfg(mod func(*jsapi.ConsumerConfig)) jsapi.ConsumerConfig {
+	return pullCfg(func(c *jsapi.ConsumerConfig) {
+		c.PriorityPolicy, c.PriorityGroups, c.PriorityTimeout = jsapi.PriorityPinned, []string{"g"}, 5*time.Second
+		if mod != nil {
+			mod(c)
+		}
+	})
+}
+
+// pinCounter returns a PinIDs option giving "P1", "P2", … (prefix p, so
+// that two lives of a consumer can use different ones).
+func pinCounter(p string) PinIDs {
+	n := 0
+	return func() string { n++; return fmt.Sprintf("%s%d", p, n) }
+}
+
 // newHarness creates the consumer over src (fresh) and persists its
 // first snapshot, as the driver does on CONSUMER.CREATE.
 func newHarness(t testing.TB, src *fakeSource, cfg jsapi.ConsumerConfig, opts ...Option) *harness {
@@ -171,6 +189,9 @@ func fmtOuts(outs []Out) string {
 		switch o.Kind {
 		case Deliver:
 			fmt.Fprintf(&b, "%s<-%d(d%d,n%d)", o.Reply, o.Ack.StreamSeq, o.Ack.ConsumerSeq, o.Ack.Delivered)
+			if o.PinID != "" {
+				fmt.Fprintf(&b, "@%s", o.PinID)
+			}
 		case Status:
 			fmt.Fprintf(&b, "%s<-%d %s", o.Reply, o.Status, o.Description)
 			if o.Status == jsapi.StatusTimeout || o.Status == jsapi.StatusConflict {
@@ -180,6 +201,10 @@ func fmtOuts(outs []Out) string {
 			fmt.Fprintf(&b, "ackok:%s", o.Reply)
 		case Advisory:
 			fmt.Fprintf(&b, "maxdeliver:%d(%d)", o.Seq, o.Ack.Delivered)
+		case Pinned:
+			fmt.Fprintf(&b, "pinned:%s=%s>%s", o.Group, o.PinID, o.Reply)
+		case Unpinned:
+			fmt.Fprintf(&b, "unpinned:%s(%s)", o.Group, o.Reason)
 		}
 	}
 	return b.String()
@@ -218,14 +243,81 @@ func (c *Consumer) checkInvariants(t fataler) {
 	}
 	if c.delivered > md {
 		acked := c.acks.Count(md+1, c.delivered)
-		if want := int(c.delivered-md) - acked; want != len(c.pending) {
-			t.Fatalf("pending %d, want %d (md %d delivered %d acked %d)", len(c.pending), want, md, c.delivered, acked)
+		if want := int(c.delivered-md) - acked; want != len(c.pending)+len(c.held) {
+			t.Fatalf("pending %d + held %d, want %d (md %d delivered %d acked %d)", len(c.pending), len(c.held), want, md, c.delivered, acked)
 		}
+	}
+	c.checkKeyShared(t)
+	if (c.pin.id == "") != c.pin.ts.IsZero() || (c.pin.id != "" && !c.pinned()) {
+		t.Fatalf("pin %+v", c.pin)
 	}
 	if c.dseq > c.persistedReserved && c.dseq > 0 {
 		t.Fatalf("dseq %d above persisted reservation %d", c.dseq, c.persistedReserved)
 	}
 	if c.cfg.AckPolicy == jsapi.AckNone && len(c.pending) > 0 {
 		t.Fatalf("ack none with %d pending", len(c.pending))
+	}
+}
+
+// checkKeyShared checks the key_shared bookkeeping: a key is bound to one
+// puller, exactly while deliveries of it are in flight there; held
+// messages are ascending, read past, neither acked nor pending, and
+// counted per key; no new message passes a held one of its key.
+func (c *Consumer) checkKeyShared(t fataler) {
+	t.Helper()
+	if c.ks == nil {
+		if len(c.keys) > 0 || len(c.held) > 0 {
+			t.Fatalf("keys %v held %v without key_shared", c.keys, c.held)
+		}
+		return
+	}
+	want := map[string]*binding{}
+	for s, p := range c.pending {
+		inFlight := p.state == stInFlight && p.keyed && p.reply != ""
+		if p.bound != inFlight {
+			t.Fatalf("pending %d: bound %v, in flight with a key %v (%+v)", s, p.bound, inFlight, *p)
+		}
+		if !p.bound {
+			continue
+		}
+		b := want[p.key]
+		if b == nil {
+			b = &binding{puller: p.reply}
+			want[p.key] = b
+		}
+		if b.puller != p.reply {
+			t.Fatalf("key %q in flight at %s and %s", p.key, b.puller, p.reply)
+		}
+		b.n++
+	}
+	if len(want) != len(c.keys) {
+		t.Fatalf("keys %d, want %d", len(c.keys), len(want))
+	}
+	for k, b := range want {
+		if got := c.keys[k]; got == nil || *got != *b {
+			t.Fatalf("key %q bound %+v, want %+v", k, got, *b)
+		}
+	}
+	counts, unkeyed := map[string]int{}, 0
+	for i, h := range c.held {
+		if i > 0 && h.seq <= c.held[i-1].seq {
+			t.Fatalf("held not ascending: %v", c.held)
+		}
+		if h.seq > c.delivered || c.acks.Contains(h.seq) || c.pending[h.seq] != nil {
+			t.Fatalf("held %d: delivered %d acked %v pending %v", h.seq, c.delivered, c.acks.Contains(h.seq), c.pending[h.seq] != nil)
+		}
+		if h.keyed {
+			counts[h.key]++
+		} else {
+			unkeyed++
+		}
+	}
+	if unkeyed != c.heldUnkeyed || len(counts) != len(c.heldKeys) {
+		t.Fatalf("held keys %v (%d unkeyed), counted %v (%d)", counts, unkeyed, c.heldKeys, c.heldUnkeyed)
+	}
+	for k, n := range counts {
+		if c.heldKeys[k] != n {
+			t.Fatalf("held key %q: %d, counted %d", k, n, c.heldKeys[k])
+		}
 	}
 }

@@ -3,6 +3,7 @@ package consumer
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -27,6 +28,16 @@ import (
 //   - an AckSync reply comes only once its ack is persisted;
 //   - mark-delete only moves up (in a life, and in what is persisted);
 //   - in the end every live matching message is delivered and acked.
+//
+// The consumer is one of three kinds (drawn): plain (Shared), pinned_client
+// (Exclusive/Failover) or key_shared. For pinned_client it checks that
+// there is at most one pin at a time, that every message carries the
+// current pin and goes to a request with that pin (a standby gets the pin
+// only when it is free), that a pin ends only after priority_timeout
+// without a pull from its client or on Unpin, and that stale pulls get
+// 423. For key_shared, with three pullers that reuse their reply subject:
+// a key is never in flight at two pullers, and per key the first
+// deliveries go in stream order.
 type world struct {
 	t      *rapid.T
 	cfg    jsapi.ConsumerConfig
@@ -53,7 +64,32 @@ type world struct {
 	syncs         map[string]syncCheck // AckSync reply -> its ack, until answered
 	deliveries    []Out                // every delivery, for clients to ack
 	lostSyncs     map[string]bool
+
+	kind worldKind
+	life int
+
+	// pinned_client
+	curPin      string          // the pin, "" when none
+	pinDeadline time.Time       // the pin may end from here on
+	seenPins    map[string]bool // every pin ever given
+	lastPin     string          // the latest pin a client saw
+	unpinning   bool            // an Unpin call is being handled
+
+	// key_shared
+	keyOf     map[uint64]string // the key of each published message
+	lastFirst map[string]uint64 // per key, the latest first delivery of this life
 }
+
+type worldKind uint8
+
+const (
+	plainKind worldKind = iota
+	pinnedKind
+	keyedKind
+)
+
+// pullers are the key_shared world's puller identities (reply subjects).
+var pullers = []string{"p1", "p2", "p3"}
 
 type syncCheck struct {
 	seq  uint64
@@ -71,6 +107,7 @@ type curDelivery struct {
 	deadline time.Time
 	inFlight bool
 	earliest time.Time // no redelivery before
+	reply    string
 }
 
 type mreq struct {
@@ -78,6 +115,8 @@ type mreq struct {
 	noWait, ended, completed    bool
 	expires                     time.Time
 	hb                          bool
+	id                          string // pin id sent or given (pinned_client)
+	mismatch                    bool   // expects "423 Nats-Pin-Id mismatch" at once
 }
 
 func TestProperty(t *testing.T) {
@@ -95,6 +134,7 @@ func TestProperty(t *testing.T) {
 			"crash":     w.crash,
 			"trim":      w.trim,
 			"fail":      w.fail,
+			"unpin":     w.unpin,
 			"":          w.check,
 		})
 		w.drain()
@@ -103,7 +143,19 @@ func TestProperty(t *testing.T) {
 
 func newWorld(t *rapid.T) *world {
 	cfg := jsapi.ConsumerConfig{Durable: "proc"}
+	kind := rapid.SampledFrom([]worldKind{plainKind, plainKind, pinnedKind, keyedKind}).Draw(t, "kind")
 	cfg.AckPolicy = rapid.SampledFrom([]jsapi.AckPolicy{jsapi.AckExplicit, jsapi.AckAll, jsapi.AckNone}).Draw(t, "ack_policy")
+	switch kind {
+	case pinnedKind:
+		cfg.PriorityPolicy, cfg.PriorityGroups = jsapi.PriorityPinned, []string{"g"}
+		cfg.PriorityTimeout = time.Duration(rapid.IntRange(1, 4).Draw(t, "priority_timeout_s")) * time.Second
+	case keyedKind:
+		cfg.AckPolicy = jsapi.AckExplicit
+		cfg.Metadata = map[string]string{MetaSubscription: SubscriptionKeyShared}
+		if rapid.Bool().Draw(t, "key_header") {
+			cfg.Metadata[MetaKey] = "header:K"
+		}
+	}
 	if cfg.AckPolicy != jsapi.AckNone {
 		cfg.AckWait = time.Duration(rapid.IntRange(1, 3).Draw(t, "ack_wait_s")) * time.Second
 		if rapid.Bool().Draw(t, "backoff") {
@@ -122,8 +174,9 @@ func newWorld(t *rapid.T) *world {
 	}
 	w := &world{t: t, cfg: cfg, block: uint64(rapid.IntRange(2, 8).Draw(t, "dseq_block")),
 		src: newSource(), now: t0, reqs: map[string]*mreq{}, syncs: map[string]syncCheck{},
-		lostSyncs: map[string]bool{}, everDelivered: map[uint64]bool{}}
-	c, err := New(cfg, nil, w.now, w.src, StreamName("S"), DSeqBlock(w.block))
+		lostSyncs: map[string]bool{}, everDelivered: map[uint64]bool{},
+		kind: kind, seenPins: map[string]bool{}, keyOf: map[uint64]string{}}
+	c, err := New(cfg, nil, w.now, w.src, w.opts()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,11 +190,19 @@ func newWorld(t *rapid.T) *world {
 	return w
 }
 
+// opts are New's options for this life (pin ids unique across lives).
+func (w *world) opts() []Option {
+	life := w.life
+	return []Option{StreamName("S"), DSeqBlock(w.block), PinIDs(pinCounter(fmt.Sprintf("L%d.", life)))}
+}
+
 func (w *world) newLife() {
 	w.lifeAcked = map[uint64]bool{}
 	w.lifeAckedUpTo = 0
 	w.cur = map[uint64]*curDelivery{}
 	w.lifeMD = w.c.MarkDelete()
+	w.curPin = ""
+	w.lastFirst = map[string]uint64{}
 }
 
 func (w *world) ackWait(count uint64) time.Duration {
@@ -154,7 +215,15 @@ func (w *world) ackWait(count uint64) time.Duration {
 func (w *world) publish(t *rapid.T) {
 	subj := rapid.SampledFrom([]string{"s.a", "s.b", "t.a"}).Draw(t, "subject")
 	data := rapid.StringN(0, 40, -1).Draw(t, "data")
-	w.src.publish(w.now, subj, data)
+	seq := w.src.publish(w.now, subj, data)
+	key := subj
+	if w.cfg.Metadata[MetaKey] == "header:K" {
+		key = rapid.SampledFrom([]string{"", "1", "2"}).Draw(t, "key")
+		if key != "" {
+			w.src.msgs[seq-1].Header = []byte("NATS/1.0\r\nK: " + key + "\r\n\r\n")
+		}
+	}
+	w.keyOf[seq] = key
 	if rapid.Bool().Draw(t, "dispatch") {
 		w.handle(w.c.Dispatch(w.now))
 	}
@@ -163,6 +232,13 @@ func (w *world) publish(t *rapid.T) {
 func (w *world) pull(t *rapid.T) {
 	w.serial++
 	reply := fmt.Sprintf("r%d", w.serial)
+	if w.kind == keyedKind {
+		// A puller keeps its reply subject; one request at a time each.
+		reply = rapid.SampledFrom(pullers).Draw(t, "puller")
+		if r := w.reqs[reply]; r != nil && !r.ended {
+			return
+		}
+	}
 	req := jsapi.PullRequest{Batch: rapid.IntRange(1, 5).Draw(t, "batch"), NoWait: rapid.Bool().Draw(t, "no_wait")}
 	if rapid.Bool().Draw(t, "max_bytes") {
 		req.MaxBytes = rapid.IntRange(30, 200).Draw(t, "bytes")
@@ -173,17 +249,59 @@ func (w *world) pull(t *rapid.T) {
 			req.IdleHeartbeat = req.Expires / 2
 		}
 	}
-	w.addReq(reply, req)
+	if w.kind == pinnedKind {
+		req.Group = "g"
+		if rapid.IntRange(0, 20).Draw(t, "no_group") == 0 {
+			req.Group = ""
+		}
+		switch rapid.IntRange(0, 3).Draw(t, "pin_id") {
+		case 1:
+			req.ID = w.lastPin
+		case 2:
+			req.ID = w.curPin // a client that knows the pin
+		case 3:
+			req.ID = "stale"
+		}
+	}
+	r := w.addReq(reply, req)
+	if req.Group != "" && w.curPin != "" {
+		if req.ID == w.curPin {
+			w.pinDeadline = w.now.Add(w.cfg.PriorityTimeout)
+		} else if req.ID != "" {
+			r.mismatch = true
+		}
+	}
 	w.handle(w.c.Pull(w.now, reply, req))
+	if r.mismatch && !r.ended {
+		t.Fatalf("pull with pin %q while %q is pinned not refused", req.ID, w.curPin)
+	}
 	w.checkNoWait(reply)
 }
 
-func (w *world) addReq(reply string, req jsapi.PullRequest) {
-	r := &mreq{batch: max(req.Batch, 1), maxBytes: req.MaxBytes, noWait: req.NoWait, hb: req.IdleHeartbeat > 0}
+func (w *world) unpin(t *rapid.T) {
+	if w.kind != pinnedKind || rapid.IntRange(0, 3).Draw(t, "unpin_rarely") != 0 {
+		return
+	}
+	had := w.curPin
+	w.unpinning = true
+	outs, err := w.c.Unpin(w.now, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.handle(outs)
+	w.unpinning = false
+	if had != "" && w.curPin == had {
+		t.Fatalf("Unpin kept pin %s", had)
+	}
+}
+
+func (w *world) addReq(reply string, req jsapi.PullRequest) *mreq {
+	r := &mreq{batch: max(req.Batch, 1), maxBytes: req.MaxBytes, noWait: req.NoWait, hb: req.IdleHeartbeat > 0, id: req.ID}
 	if req.Expires > 0 {
 		r.expires = w.now.Add(req.Expires)
 	}
 	w.reqs[reply] = r
+	return r
 }
 
 // checkNoWait: a no_wait request without expiry is answered within the
@@ -217,7 +335,7 @@ func (w *world) ack(t *rapid.T) {
 	reply := ""
 	w.serial++
 	switch {
-	case kind == jsapi.AckNext && rapid.Bool().Draw(t, "nxt_pull"):
+	case kind == jsapi.AckNext && w.kind == plainKind && rapid.Bool().Draw(t, "nxt_pull"):
 		reply = fmt.Sprintf("x%d", w.serial)
 		n := rapid.IntRange(1, 3).Draw(t, "nxt_batch")
 		a.Next = fmt.Appendf(nil, `{"batch":%d}`, n)
@@ -257,12 +375,22 @@ func (w *world) tick(t *rapid.T) {
 			w.now = next
 		}
 	}
+	w.ackWaitsEnd()
+	pin := w.curPin
+	w.handle(w.c.Tick(w.now))
+	if pin != "" && !w.now.Before(w.pinDeadline) && w.curPin == pin {
+		t.Fatalf("pin %s outlived its priority_timeout (%v)", pin, w.pinDeadline.Sub(t0))
+	}
+}
+
+// ackWaitsEnd ends, in the model, the deliveries whose ack wait is over
+// (before a Tick at w.now).
+func (w *world) ackWaitsEnd() {
 	for _, cd := range w.cur {
 		if cd.inFlight && !w.now.Before(cd.deadline) {
 			cd.inFlight = false
 		}
 	}
-	w.handle(w.c.Tick(w.now))
 }
 
 func (w *world) snapshot(t *rapid.T) {
@@ -314,7 +442,8 @@ func (w *world) crash(t *rapid.T) {
 		delete(w.syncs, reply)
 	}
 	st := w.persisted
-	c, err := New(w.cfg, &st, w.now, w.src, StreamName("S"), DSeqBlock(w.block))
+	w.life++
+	c, err := New(w.cfg, &st, w.now, w.src, w.opts()...)
 	if err != nil {
 		t.Fatalf("restore: %v", err)
 	}
@@ -366,6 +495,27 @@ func (w *world) handle(outs []Out) {
 				t.Fatalf("advisory %+v below max_deliver %d", o, w.cfg.MaxDeliver)
 			}
 			w.lifeAcked[o.Seq] = true
+		case Pinned:
+			r := w.reqs[o.Reply]
+			switch {
+			case w.kind != pinnedKind || w.curPin != "":
+				t.Fatalf("pin %s given while %q is pinned", o.PinID, w.curPin)
+			case o.PinID == "" || w.seenPins[o.PinID] || o.Group != "g":
+				t.Fatalf("pin %+v not new", o)
+			case r == nil || r.ended || r.id != "":
+				t.Fatalf("pin %s given to request %s %+v", o.PinID, o.Reply, r)
+			}
+			w.curPin, w.seenPins[o.PinID], r.id = o.PinID, true, o.PinID
+			w.pinDeadline = w.now.Add(w.cfg.PriorityTimeout)
+		case Unpinned:
+			switch {
+			case w.curPin == "":
+				t.Fatalf("unpinned without a pin")
+			case o.Reason == "admin" && !w.unpinning, o.Reason == "timeout" && w.now.Before(w.pinDeadline),
+				o.Reason != "admin" && o.Reason != "timeout":
+				t.Fatalf("unpinned (%s) at %v, pin deadline %v", o.Reason, w.now.Sub(t0), w.pinDeadline.Sub(t0))
+			}
+			w.curPin = ""
 		default:
 			t.Fatalf("bad out %+v", o)
 		}
@@ -399,15 +549,16 @@ func (w *world) checkDelivery(o Out) {
 		if w.now.Before(cd.earliest) {
 			t.Fatalf("seq %d redelivered at %v, not before %v", s, w.now.Sub(t0), cd.earliest.Sub(t0))
 		}
-	} else if w.restoredLife && s <= w.restored.Delivered {
+	} else if w.restoredLife && s <= w.restored.Delivered && !slices.Contains(w.restored.Held, s) {
 		if m.Delivered < max(2, uint64(w.restored.Redelivered[s])+1) {
 			t.Fatalf("seq %d restored delivery count %d (stored %d)", s, m.Delivered, w.restored.Redelivered[s])
 		}
 	} else if m.Delivered != 1 {
 		t.Fatalf("seq %d first delivery count %d", s, m.Delivered)
 	}
+	w.checkKinds(o)
 	deadline := w.now.Add(w.ackWait(m.Delivered))
-	w.cur[s] = &curDelivery{dseq: m.ConsumerSeq, count: m.Delivered, deadline: deadline, inFlight: true, earliest: deadline}
+	w.cur[s] = &curDelivery{dseq: m.ConsumerSeq, count: m.Delivered, deadline: deadline, inFlight: true, earliest: deadline, reply: o.Reply}
 	if w.cfg.AckPolicy == jsapi.AckNone {
 		w.lifeAcked[s] = true
 	}
@@ -455,6 +606,22 @@ func (w *world) checkStatus(o Out) {
 			t.Fatalf("heartbeat to %s without idle_heartbeat", o.Reply)
 		}
 		return
+	case o.Status == 400 && o.Description == jsapi.DescBadRequest("Priority Group missing"):
+		if w.kind != pinnedKind || r.got > 0 {
+			t.Fatalf("%+v to %+v", o, r)
+		}
+		r.ended = true
+		return
+	case o.Status == 423 && o.Description == jsapi.DescPinIDMismatch:
+		if !r.mismatch || r.got > 0 {
+			t.Fatalf("%+v to %+v (pin %q)", o, r, w.curPin)
+		}
+		r.ended = true
+		return
+	case o.Status == 423 && o.Description == jsapi.DescWrongPinID:
+		if r.id == "" || r.id == w.curPin {
+			t.Fatalf("%+v to %+v (pin %q)", o, r, w.curPin)
+		}
 	case o.Status == 408:
 		if r.expires.IsZero() || w.now.Before(r.expires) {
 			t.Fatalf("408 to %s before expiry", o.Reply)
@@ -476,6 +643,37 @@ func (w *world) checkStatus(o Out) {
 	r.ended = true
 }
 
+// checkKinds checks a delivery against the pinned_client and key_shared
+// rules.
+func (w *world) checkKinds(o Out) {
+	t, s := w.t, o.Ack.StreamSeq
+	r := w.reqs[o.Reply]
+	switch w.kind {
+	case pinnedKind:
+		if o.PinID == "" || o.PinID != w.curPin || r == nil || r.id != w.curPin {
+			t.Fatalf("delivery %d with pin %q to %s %+v; pinned %q", s, o.PinID, o.Reply, r, w.curPin)
+		}
+		w.lastPin = o.PinID
+	case keyedKind:
+		key := w.keyOf[s]
+		for s2, cd := range w.cur {
+			if s2 != s && cd.inFlight && !w.acked(s2) && w.keyOf[s2] == key && cd.reply != o.Reply {
+				t.Fatalf("key %q: %d to %s while %d is in flight at %s", key, s, o.Reply, s2, cd.reply)
+			}
+		}
+		if o.Ack.Delivered == 1 {
+			if last, ok := w.lastFirst[key]; ok && s <= last {
+				t.Fatalf("key %q: first delivery of %d after %d", key, s, last)
+			}
+			w.lastFirst[key] = s
+		}
+	default:
+		if o.PinID != "" {
+			t.Fatalf("pin %q on a plain consumer", o.PinID)
+		}
+	}
+}
+
 func (w *world) check(t *rapid.T) {
 	w.c.checkInvariants(t)
 	md := w.c.MarkDelete()
@@ -485,6 +683,9 @@ func (w *world) check(t *rapid.T) {
 	w.lifeMD = md
 	if mp := w.cfg.MaxAckPending; mp > 0 && len(w.c.pending) > mp {
 		t.Fatalf("num_ack_pending %d above %d", len(w.c.pending), mp)
+	}
+	if n := len(w.c.held); n > w.c.maxHeld() {
+		t.Fatalf("%d messages held, at most %d", n, w.c.maxHeld())
 	}
 }
 
@@ -527,9 +728,20 @@ func (w *world) drain() {
 		}
 		w.serial++
 		reply := fmt.Sprintf("d%d", w.serial)
-		w.addReq(reply, jsapi.PullRequest{Batch: 100, NoWait: true})
-		settle(w.c.Pull(w.now, reply, jsapi.PullRequest{Batch: 100, NoWait: true}))
+		req := jsapi.PullRequest{Batch: 100, NoWait: true}
+		if w.kind == pinnedKind {
+			req.Group = "g"
+			if w.curPin != "" { // the drainer takes the pin over
+				w.unpinning = true
+				outs, _ := w.c.Unpin(w.now, "g")
+				w.handle(outs)
+				w.unpinning = false
+			}
+		}
+		w.addReq(reply, req)
+		settle(w.c.Pull(w.now, reply, req))
 		w.now = w.now.Add(5 * time.Second)
+		w.ackWaitsEnd()
 		settle(w.c.Tick(w.now))
 	}
 	if md, last := w.c.MarkDelete(), w.src.LastSeq(); md != last || len(w.c.pending) != 0 {

@@ -17,6 +17,7 @@ type request struct {
 	hb        time.Duration // 0: no idle heartbeats
 	lastSent  time.Time     // last message or status sent to it (or arrival)
 	delivered int
+	pinID     string // the pin id it was sent with or given (pinned_client)
 }
 
 // status is a status Out for r with its pending headers.
@@ -36,7 +37,9 @@ func (r *request) expired(now time.Time) bool {
 // "404 No Messages" unless its batch filled. (With expires set, a no_wait
 // request that got nothing yet keeps waiting until a message or its
 // expiry, like the reference's legacy Fetch.) Pulls from the same reply
-// are separate requests. A request without a reply is ignored.
+// are separate requests. A request without a reply is ignored. For the
+// priority-group fields (group, id) see pin.go: a pull with a stale pin
+// id gets "423 Nats-Pin-Id mismatch".
 func (c *Consumer) Pull(now time.Time, reply string, req jsapi.PullRequest) []Out {
 	c.observe(now)
 	return c.pull(now, reply, req, nil)
@@ -52,7 +55,7 @@ func (c *Consumer) pull(now time.Time, reply string, req jsapi.PullRequest, outs
 		batch = 1
 	}
 	r := &request{reply: reply, batchLeft: batch, maxBytes: req.MaxBytes, bytesLeft: req.MaxBytes,
-		noWait: req.NoWait, hb: req.IdleHeartbeat, lastSent: now}
+		noWait: req.NoWait, hb: req.IdleHeartbeat, lastSent: now, pinID: req.ID}
 	fail := func(code int, desc string) []Out {
 		return append(outs, Out{Kind: Status, Reply: reply, Status: code, Description: desc})
 	}
@@ -70,6 +73,9 @@ func (c *Consumer) pull(now time.Time, reply string, req jsapi.PullRequest, outs
 		return fail(jsapi.StatusConflict, jsapi.DescExceededMaxRequestExpires(cfg.MaxRequestExpires))
 	case req.MaxBytes > 0 && cfg.MaxRequestMaxBytes > 0 && req.MaxBytes > cfg.MaxRequestMaxBytes:
 		return fail(jsapi.StatusConflict, jsapi.DescExceededMaxRequestMaxBytes(cfg.MaxRequestMaxBytes))
+	}
+	if code, desc := c.pullPriority(now, &req); code != 0 {
+		return fail(code, desc)
 	}
 	maxWaiting := cfg.MaxWaiting
 	if maxWaiting <= 0 {
@@ -142,7 +148,14 @@ func (c *Consumer) endNoWait(outs []Out) []Out {
 	return outs
 }
 
-func (c *Consumer) removeHead() {
-	c.waiting[0] = nil
-	c.waiting = c.waiting[1:]
+// removeAt drops waiting request i.
+func (c *Consumer) removeAt(i int) {
+	if i == 0 {
+		c.waiting[0] = nil
+		c.waiting = c.waiting[1:]
+		return
+	}
+	copy(c.waiting[i:], c.waiting[i+1:])
+	c.waiting[len(c.waiting)-1] = nil
+	c.waiting = c.waiting[:len(c.waiting)-1]
 }

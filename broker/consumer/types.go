@@ -50,7 +50,8 @@ var (
 	ErrGone = errors.New("consumer: message gone")
 	// ErrUnsupported: a configuration the pull core does not serve (push,
 	// flow_control acks, last_per_subject, replay original, priority
-	// groups, headers_only, rate limits). Answer it with 10012.
+	// policies other than pinned_client, more than one priority group,
+	// headers_only, rate limits). Answer it with 10012.
 	ErrUnsupported = errors.New("consumer: unsupported configuration")
 	// ErrInvalidConfig: ConsumerConfig.Validate failed, or a filter subject
 	// is malformed.
@@ -60,6 +61,9 @@ var (
 	ErrImmutable = errors.New("consumer: field cannot be updated")
 	// ErrBadState: the persisted State does not decode.
 	ErrBadState = errors.New("consumer: invalid persisted state")
+	// ErrNoPriorityGroup: Unpin named a group the consumer does not have
+	// (CONSUMER.UNPIN answers 10160).
+	ErrNoPriorityGroup = errors.New("consumer: no such priority group")
 )
 
 // State is the persisted cursor (JSON, snake_case). Snapshot produces it;
@@ -89,6 +93,13 @@ type State struct {
 	// Redelivered holds the delivery counts (> 1) of pending messages, so
 	// a restart keeps counting.
 	Redelivered map[uint64]uint32 `json:"redelivered,omitempty"`
+	// Held lists, ascending, the sequences <= Delivered that a key_shared
+	// consumer read but has not delivered yet (their key was bound to a
+	// puller with no request waiting): after a restore they are still
+	// first deliveries, not redeliveries. Priority-group pins are not
+	// persisted (nor are they by the reference): a restored consumer
+	// starts unpinned.
+	Held []uint64 `json:"held,omitempty"`
 }
 
 // OutKind says what an Out asks the driver to send.
@@ -109,6 +120,14 @@ const (
 	// $JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.<stream>.<consumer>
 	// (Ack.Delivered is the number of deliveries made).
 	Advisory
+	// Pinned: priority group Group got pin PinID, given to the request
+	// answered to Reply (the Deliver that follows goes there); publish
+	// $JS.EVENT.ADVISORY.CONSUMER.PINNED.<stream>.<consumer>.
+	Pinned
+	// Unpinned: the pin of priority group Group ended, Reason "timeout"
+	// (priority_timeout without a pull from the pinned client) or "admin"
+	// (Unpin); publish $JS.EVENT.ADVISORY.CONSUMER.UNPINNED.<stream>.<consumer>.
+	Unpinned
 )
 
 func (k OutKind) String() string {
@@ -121,6 +140,10 @@ func (k OutKind) String() string {
 		return "ack-reply"
 	case Advisory:
 		return "advisory"
+	case Pinned:
+		return "pinned"
+	case Unpinned:
+		return "unpinned"
 	}
 	return "unknown"
 }
@@ -146,6 +169,13 @@ type Out struct {
 	LastConsumer, LastStream uint64
 	// Seq is the stream sequence that hit max_deliver (Advisory).
 	Seq uint64
+	// PinID is the pin: on a Deliver of a pinned_client consumer, the
+	// Nats-Pin-Id header to add to the message; on Pinned, the new pin.
+	PinID string
+	// Group is the priority group (Pinned, Unpinned).
+	Group string
+	// Reason says why a pin ended (Unpinned).
+	Reason string
 }
 
 // DefaultDSeqBlock is how many delivery sequences a persisted reservation
@@ -158,6 +188,8 @@ type Option interface{ apply(*options) }
 type options struct {
 	stream string
 	block  uint64
+	pinIDs func() string
+	topic  string
 }
 
 // StreamName is the stream the consumer reads, written into ack subjects
@@ -172,3 +204,22 @@ func (s StreamName) apply(o *options) { o.stream = string(s) }
 type DSeqBlock uint64
 
 func (b DSeqBlock) apply(o *options) { o.block = max(uint64(b), 2) }
+
+// PinIDs supplies the pin ids of a pinned_client consumer (priority
+// groups): New requires it for such a consumer. Each call must return a
+// new id, unique across the consumer's lives (a restored consumer must
+// never hand out an id a client may still hold); the reference uses a
+// 22-character NUID. The core keeps no randomness of its own, so tests
+// pass a counter.
+type PinIDs func() string
+
+func (f PinIDs) apply(o *options) { o.pinIDs = f }
+
+// TopicSubject is the subject "tenant.namespace.topic" of a stream that
+// captures its own topic's subjects: a key_shared consumer keyed by
+// "subject" then takes as key the tokens after it ("" for the bare topic
+// subject). Without it (streams with other subjects) the key is the whole
+// subject.
+type TopicSubject string
+
+func (t TopicSubject) apply(o *options) { o.topic = string(t) }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"sort"
 	"time"
 
@@ -335,7 +334,7 @@ func (t *topic) createConsumer(ctx context.Context, req jsapi.APIRequest, m mess
 	if max := st.config.MaxConsumers; max > 0 && len(t.runners()) >= max {
 		return nil, jsapi.ErrMaximumConsumersLimit()
 	}
-	c, err := consumer.New(cfg, nil, t.s.cfg.Now(), &mlSource{ml: t.ml, ctx: t.s.ctx}, consumer.StreamName(st.stream))
+	c, err := consumer.New(cfg, nil, t.s.cfg.Now(), &mlSource{ml: t.ml, ctx: t.s.ctx}, consumerOptions(st)...)
 	if err != nil {
 		return nil, jsapi.ErrConsumerCreate(err)
 	}
@@ -438,9 +437,9 @@ func pageSubjects(info *jsapi.StreamInfo, offset int) jsapi.Paged {
 	return paged
 }
 
-// unpin answers CONSUMER.UNPIN with the reference's checks, in its order.
-// Strata's consumers have no priority groups (broker/consumer refuses
-// them), so every group is unknown: there is never a pin to undo.
+// unpin answers CONSUMER.UNPIN with the reference's checks, in its order,
+// and ends the group's pin, if any: the next message goes to the oldest
+// waiting request without a pin id (broker/consumer pin.go).
 func (t *topic) unpin(ctx context.Context, req jsapi.APIRequest, m message) *jsapi.APIError {
 	var body jsapi.ConsumerUnpinRequest
 	if err := json.Unmarshal(m.data, &body); err != nil { // not DecodeRequest: the reference uses json.Unmarshal here
@@ -456,11 +455,15 @@ func (t *topic) unpin(ctx context.Context, req jsapi.APIRequest, m message) *jsa
 	if r == nil {
 		return jsapi.ErrConsumerNotFound()
 	}
-	var groups []string
-	if err := r.call(ctx, func(time.Time) { groups = r.cfg.PriorityGroups }); err != nil {
+	var uerr error
+	if err := r.call(ctx, func(now time.Time) {
+		var outs []consumer.Out
+		outs, uerr = r.c.Unpin(now, body.Group)
+		r.emit(outs)
+	}); err != nil {
 		return jsapi.ErrConsumerNotFound()
 	}
-	if !slices.Contains(groups, body.Group) {
+	if uerr != nil {
 		return jsapi.ErrConsumerInvalidPriorityGroup()
 	}
 	return nil

@@ -114,10 +114,6 @@ const (
 	// the same bytes max_bytes limits; the reference counts its file-store
 	// records (22 + subject + header + data + 8 per message).
 	bytesDiffer = "byte counts follow Strata's entry format, not the reference's file-store record size"
-	// broker/consumer refuses priority groups (its doc: ErrUnsupported),
-	// so the pinned consumer is not created; UNPIN and pulls then answer
-	// as for a missing consumer.
-	noPriorityGroups = "priority groups (pinned_client) are not supported by broker/consumer yet"
 	// STREAM.PURGE with filter, seq or keep is refused with 10052: the
 	// managed ledger's only durable purge removes every message (its
 	// front trim, TrimTo, is persisted lazily, and it cannot delete by
@@ -277,16 +273,31 @@ func jsCases() []jsCase {
 			api("CONSUMER.LIST.ORDERS", `{"offset":0}`),
 			api("CONSUMER.LIST.NOPE", `{"offset":0}`),
 		}},
-		{name: "consumer-unpin", diverges: noPriorityGroups, steps: []step{
+		{name: "consumer-unpin", steps: []step{
 			createOrders(),
 			jpub("ord.a", "one"),
+			jpub("ord.a", "two"),
 			api("CONSUMER.CREATE.ORDERS.pin", `{"stream_name":"ORDERS","config":{"durable_name":"pin","ack_policy":"explicit","priority_policy":"pinned_client","priority_groups":["g"],"priority_timeout":120000000000},"action":""}`),
+			// The first request served gets the pin (Nats-Pin-Id).
 			pull("ORDERS", "pin", `{"batch":1,"no_wait":true,"group":"g"}`, 1),
+			api("CONSUMER.INFO.ORDERS.pin", ""),
+			// Another id while the pin lives: 423 at once.
+			pull("ORDERS", "pin", `{"batch":1,"no_wait":true,"group":"g","id":"stale"}`, 1),
 			api("CONSUMER.UNPIN.ORDERS.pin", `{"group":"g"}`),
+			api("CONSUMER.INFO.ORDERS.pin", ""),
 			api("CONSUMER.UNPIN.ORDERS.pin", `{"group":"nope"}`),
 			api("CONSUMER.UNPIN.ORDERS.nope", `{"group":"g"}`),
 			// A pull without the group on a pinned consumer.
 			pull("ORDERS", "pin", `{"batch":1,"no_wait":true}`, 1),
+			pull("ORDERS", "pin", `{"batch":1,"no_wait":true,"group":"h"}`, 1),
+			// A stale id with nobody pinned waits for a message, then gets
+			// the wrong-pin 423 with its pending headers.
+			pull("ORDERS", "pin", `{"batch":1,"no_wait":true,"group":"g","id":"stale"}`, 1),
+			// A request without an id gets a new pin.
+			pull("ORDERS", "pin", `{"batch":1,"no_wait":true,"group":"g"}`, 1),
+			// The pin's id on a consumer without groups: 400.
+			createPlain(),
+			pull("ORDERS", "c", `{"batch":1,"no_wait":true,"group":"g","id":"x"}`, 1),
 		}},
 		{name: "puback", diverges: bytesDiffer, steps: []step{
 			createOrders(),

@@ -57,8 +57,9 @@ var (
 	// Keys whose string values are times or server-local identities.
 	volatileKeys = map[string]string{
 		"created": "<time>", "ts": "<time>", "first_ts": "<time>", "last_ts": "<time>",
-		"last_active": "<time>", "time": "<time>", "pin_ts": "<time>",
-		"server_id": "<server>", "server_name": "<server>", "server": "<server>",
+		"last_active": "<time>", "time": "<time>", "pin_ts": "<time>", "pinned_ts": "<time>",
+		"pinned_client_id": "<pin>",
+		"server_id":        "<server>", "server_name": "<server>", "server": "<server>",
 		"active": "<duration>",
 	}
 	// Header values that are random per delivery.

@@ -39,15 +39,31 @@
 //     completed at the ack quorum), and the consumer drivers: one
 //     goroutine per consumer that feeds the deterministic core and
 //     persists its cursor (batched; AckSync answered after persistence).
+//   - The driver's part of the subscription types (pin.go; the rules are
+//     broker/consumer's): random 22-character pin ids for pinned_client
+//     consumers, the Nats-Pin-Id header added after a message's stored
+//     headers, the CONSUMER.PINNED/UNPINNED advisories, CONSUMER.UNPIN;
+//     for key_shared consumers (metadata "strata.subscription":
+//     "key_shared", "strata.key": "subject" or "header:<Name>") the
+//     topic subject "tenant.namespace.topic" when the stream captures
+//     its own topic's subjects, so the key is the tokens after it (the
+//     whole subject otherwise). A puller is a pull's reply inbox, with the
+//     broker the client is on: nats.go's Consume and Messages keep one
+//     inbox, each Fetch uses a new one.
 //
 // Where it answers differently from the reference nats-server on purpose
 // (the differential suite, diff_cases_test.go, declares each): STREAM.PURGE
 // removes every message only (filter, seq or keep: 10052); push consumers
 // (deliver_subject) are refused; stream "bytes" count Strata's ledger
 // entries; api.level is Strata's own (jsapi.APILevel); and what
-// broker/consumer does not support (e.g. priority groups) is refused at
+// broker/consumer does not support (e.g. priority policies overflow and
+// prioritized, more than one priority group) is refused at
 // CONSUMER.CREATE. Everything else — reply shapes, error codes and texts,
 // statuses and their headers, AckSync answers — follows the reference.
+// A pull has no interest check: a stopped client's waiting pull still
+// takes messages until it expires or fills (they come back after
+// ack_wait), where the reference skips a request whose inbox has no
+// subscriber.
 //
 // What it must not do: keep data that cannot be rebuilt from bookies and
 // etcd; write to etcd without its ownership condition (except creating a

@@ -274,23 +274,15 @@ func (r *runner) emit(outs []consumer.Out) {
 		case consumer.Deliver:
 			r.delivered = max(r.delivered, o.Ack.StreamSeq)
 			ack := jsapi.FormatAckSubject(o.Ack)
-			s.deliver(origin, inbox, o.Msg.Subject, ack, o.Msg.Header, o.Msg.Data)
-		case consumer.Status:
-			var kv []string
-			switch o.Status {
-			case jsapi.StatusIdleHeartbeat:
-				kv = []string{jsapi.HdrLastConsumer, strconv.FormatUint(o.LastConsumer, 10),
-					jsapi.HdrLastStream, strconv.FormatUint(o.LastStream, 10)}
-			case jsapi.StatusTimeout, jsapi.StatusConflict:
-				// Only a request that ends with credit left says how much;
-				// a refused request, Consumer Deleted or Leadership Change
-				// carries no pending headers (as on the reference).
-				if o.Status == jsapi.StatusTimeout || o.Description == jsapi.DescMaxBytesExceeded || o.Description == jsapi.DescBatchCompleted {
-					kv = []string{jsapi.HdrPendingMessages, strconv.Itoa(o.PendingMsgs),
-						jsapi.HdrPendingBytes, strconv.Itoa(o.PendingBytes)}
-				}
+			hdr := o.Msg.Header
+			if o.PinID != "" {
+				hdr = withHeader(hdr, jsapi.HdrPinID, o.PinID)
 			}
-			s.deliver(origin, inbox, inbox, "", natsproto.AppendStatusHeader(nil, o.Status, o.Description, kv...), nil)
+			s.deliver(origin, inbox, o.Msg.Subject, ack, hdr, o.Msg.Data)
+		case consumer.Status:
+			s.deliver(origin, inbox, inbox, "", natsproto.AppendStatusHeader(nil, o.Status, o.Description, statusKV(o)...), nil)
+		case consumer.Pinned, consumer.Unpinned:
+			r.pinAdvisory(o)
 		case consumer.AckReply:
 			s.respond(inbox, nil)
 		case consumer.Advisory:
@@ -311,6 +303,8 @@ func (t *topic) removeRunner(name string, r *runner) {
 		delete(t.consumers, name)
 	}
 }
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
 
 func latest(a, b time.Time) time.Time {
 	if a.After(b) {

@@ -107,7 +107,7 @@ func (s *Service) openTopic(ctx context.Context, n mledger.Name, own *ownedBundl
 	runners := map[string]*runner{}
 	for name, cs := range states {
 		cs := cs
-		c, err := consumer.New(cs.Config, &cs, s.cfg.Now(), src, consumer.StreamName(st.stream))
+		c, err := consumer.New(cs.Config, &cs, s.cfg.Now(), src, consumerOptions(st)...)
 		if err != nil {
 			s.cfg.Logger.Warn("dropping an unreadable cursor", "topic", n.String(), "consumer", name, "err", err)
 			continue

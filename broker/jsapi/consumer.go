@@ -68,6 +68,10 @@ const (
 	DefaultMaxWaiting                 = 512
 	DefaultMaxAckPending              = 1000
 	DefaultEphemeralInactiveThreshold = 5 * time.Second
+	// DefaultPriorityTimeout is priority_timeout of a pinned_client
+	// consumer that sets none: how long a pin lasts without a pull from
+	// the pinned client.
+	DefaultPriorityTimeout = 2 * time.Minute
 )
 
 // EffectiveName is the consumer's name by the resolution rule of spec
@@ -84,8 +88,9 @@ func (c *ConsumerConfig) EffectiveName() string {
 // it), replay instant, ack_wait 30 s (or backoff[0]) when acks are
 // expected, max_deliver -1, max_waiting 512 for pull consumers,
 // max_ack_pending 1000 when acks are expected, inactive_threshold 5 s for
-// ephemerals. Stream consumer_limits and account limits are the broker's
-// to apply first.
+// ephemerals, priority_timeout 2 min for pinned_client (a negative one
+// counts as unset). Stream consumer_limits and account limits are the
+// broker's to apply first.
 func (c *ConsumerConfig) SetDefaults() {
 	if c.DeliverPolicy == "" {
 		c.DeliverPolicy = DeliverAll
@@ -114,6 +119,12 @@ func (c *ConsumerConfig) SetDefaults() {
 	}
 	if c.InactiveThreshold == 0 && c.Durable == "" {
 		c.InactiveThreshold = DefaultEphemeralInactiveThreshold
+	}
+	if c.PriorityTimeout < 0 {
+		c.PriorityTimeout = 0
+	}
+	if c.PriorityPolicy == PriorityPinned && c.PriorityTimeout == 0 {
+		c.PriorityTimeout = DefaultPriorityTimeout
 	}
 }
 
@@ -159,9 +170,11 @@ type SequenceInfo struct {
 
 // PriorityGroupState is a priority group's pin state in ConsumerInfo.
 type PriorityGroupState struct {
-	Group          string    `json:"group"`
-	PinnedClientID string    `json:"pinned_client_id,omitempty"`
-	PinnedTS       time.Time `json:"pinned_ts,omitzero"`
+	Group          string `json:"group"`
+	PinnedClientID string `json:"pinned_client_id,omitempty"`
+	// PinnedTS is when the pin was given; the zero time when nobody is
+	// pinned (the reference sends it then too).
+	PinnedTS time.Time `json:"pinned_ts"`
 }
 
 // ConsumerInfo is the body of consumer create/info replies and of the

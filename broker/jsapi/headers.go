@@ -65,7 +65,8 @@ const (
 	DescConsumerPushBased  = "Consumer is push based"        // 409
 	DescConsumerDeleted    = "Consumer Deleted"              // 409
 	DescLeadershipChange   = "Leadership Change"             // 409
-	DescPinIDMismatch      = "Nats-Pin-Id mismatch"          // 423
+	DescPinIDMismatch      = "Nats-Pin-Id mismatch"          // 423, a pull with another pin id
+	DescWrongPinID         = "Nats-Wrong-Pin-Id"             // 423 with pending headers: the pin moved while the request waited
 	DescRequiredAPILevel   = "Required Api Level"            // 412
 	descBadRequest         = "Bad Request"                   // 400
 )
