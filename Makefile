@@ -37,6 +37,8 @@ fuzz:
 	$(GO) test ./bookie/storage -run '^$$' -fuzz '^FuzzScanJournal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/mledger -run '^$$' -fuzz '^FuzzDecodeEntry$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/jetstream -run '^$$' -fuzz '^FuzzEnvelope$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./broker/jetstream -run '^$$' -fuzz '^FuzzDeliveryBatch$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./broker/bundle -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $(FUZZTIME)
 
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 build:

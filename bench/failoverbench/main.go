@@ -154,6 +154,9 @@ func run(strata string, runs, nBrokers, msgs, size int, keep bool) error {
 			return err
 		}
 	}
+	if runs == 0 {
+		return r.throughput(msgs, size)
+	}
 	fmt.Printf("\n| measure | p50 | p99 | max |\n|---|---|---|---|\n")
 	for _, m := range []struct {
 		name string

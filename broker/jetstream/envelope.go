@@ -42,7 +42,11 @@ const envelopeVersion = 2
 
 func (e *envelope) marshal() []byte {
 	n := 2 + 6*binary.MaxVarintLen32 + len(e.Origin) + len(e.Subject) + len(e.Reply) + len(e.Show) + len(e.Topic) + len(e.Header) + len(e.Data)
-	b := make([]byte, 0, n)
+	return e.appendTo(make([]byte, 0, n))
+}
+
+// appendTo appends e's encoding to b.
+func (e *envelope) appendTo(b []byte) []byte {
 	b = append(b, envelopeVersion, e.Hops)
 	for _, s := range []string{e.Origin, e.Subject, e.Reply, e.Show, e.Topic} {
 		b = binary.AppendUvarint(b, uint64(len(s)))

@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"testing"
 )
@@ -65,6 +66,59 @@ func FuzzEnvelope(f *testing.F) {
 		if again.Origin != e.Origin || again.Subject != e.Subject || again.Reply != e.Reply || again.Show != e.Show ||
 			!bytes.Equal(again.Header, e.Header) || !bytes.Equal(again.Data, e.Data) || again.Hops != e.Hops {
 			t.Fatalf("re-encoding changed the envelope: %+v vs %+v", e, again)
+		}
+	})
+}
+
+// TestDeliveryBatch: a batch of deliveries splits back into its
+// envelopes in order; a single envelope is one delivery; malformed
+// batches are refused whole.
+func TestDeliveryBatch(t *testing.T) {
+	want := []envelope{
+		{Origin: "b1", Subject: "_INBOX.a", Reply: "$JS.ACK.S.C.1.1.1.1.0", Show: "ord.a", Data: []byte("one")},
+		{Origin: "b1", Subject: "_INBOX.a", Show: "_INBOX.a", Header: []byte("NATS/1.0 408 Request Timeout\r\n\r\n")},
+		{Origin: "b1", Subject: "_INBOX.b", Reply: "$JS.ACK.S.C.1.2.2.2.0", Show: "ord.b", Data: bytes.Repeat([]byte{7}, 3000)},
+	}
+	var buf []byte
+	buf = append(buf, dlvBatchVersion)
+	for _, e := range want {
+		enc := e.marshal()
+		buf = binary.AppendUvarint(buf, uint64(len(enc)))
+		buf = append(buf, enc...)
+	}
+	got, err := splitDeliveries(buf)
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("split: %d envelopes, %v", len(got), err)
+	}
+	for i := range want {
+		if got[i].Subject != want[i].Subject || got[i].Reply != want[i].Reply || got[i].Show != want[i].Show ||
+			!bytes.Equal(got[i].Header, want[i].Header) || !bytes.Equal(got[i].Data, want[i].Data) {
+			t.Fatalf("delivery %d: got %+v", i, got[i])
+		}
+	}
+	one, err := splitDeliveries(want[0].marshal())
+	if err != nil || len(one) != 1 || string(one[0].Data) != "one" {
+		t.Fatalf("single: %+v, %v", one, err)
+	}
+	for _, bad := range [][]byte{buf[:len(buf)-1], append([]byte{dlvBatchVersion}, 0xff), {dlvBatchVersion, 3, 1, 0, 0}} {
+		if _, err := splitDeliveries(bad); err == nil {
+			t.Fatalf("malformed batch %x accepted", bad)
+		}
+	}
+}
+
+func FuzzDeliveryBatch(f *testing.F) {
+	f.Add([]byte{dlvBatchVersion})
+	f.Add(append([]byte{dlvBatchVersion, 12}, (&envelope{Origin: "b", Subject: "s"}).marshal()...))
+	f.Fuzz(func(t *testing.T, p []byte) {
+		es, err := splitDeliveries(p)
+		if err != nil {
+			return
+		}
+		for _, e := range es {
+			if _, err := unmarshalEnvelope(e.marshal()); err != nil {
+				t.Fatalf("a decoded delivery does not re-encode: %v", err)
+			}
 		}
 	})
 }

@@ -22,6 +22,7 @@ import (
 // (every CursorPersist, at once when an AckSync waits).
 type runner struct {
 	t       *topic
+	dlv     dlvBatcher // deliveries to other brokers, batched per emit (runner goroutine)
 	name    string
 	durable bool
 	c       *consumer.Consumer
@@ -66,7 +67,7 @@ func splitReply(r string) (origin, inbox string) {
 
 func (t *topic) startRunner(name string, cfg jsapi.ConsumerConfig, c *consumer.Consumer, durable bool) *runner {
 	r := &runner{
-		t: t, name: name, durable: durable, c: c, cfg: cfg,
+		t: t, dlv: dlvBatcher{s: t.s}, name: name, durable: durable, c: c, cfg: cfg,
 		kick: make(chan struct{}, 1), stopCh: make(chan stopRequest, 1), done: make(chan struct{}),
 		lastPersist: t.s.cfg.Now(), lastActive: t.s.cfg.Now(),
 	}
@@ -267,6 +268,8 @@ func (r *runner) ack(origin string, am jsapi.AckMeta, body []byte, reply string)
 // emit puts the core's outputs on the wire.
 func (r *runner) emit(outs []consumer.Out) {
 	s := r.t.s
+	dlv := &r.dlv
+	defer dlv.flush()
 	for i := range outs {
 		o := &outs[i]
 		origin, inbox := splitReply(o.Reply)
@@ -278,14 +281,17 @@ func (r *runner) emit(outs []consumer.Out) {
 			if o.PinID != "" {
 				hdr = withHeader(hdr, jsapi.HdrPinID, o.PinID)
 			}
-			s.deliver(origin, inbox, o.Msg.Subject, ack, hdr, o.Msg.Data)
+			dlv.add(origin, &envelope{Origin: s.cfg.Name, Subject: inbox, Reply: ack, Show: o.Msg.Subject, Header: hdr, Data: o.Msg.Data})
 		case consumer.Status:
-			s.deliver(origin, inbox, inbox, "", natsproto.AppendStatusHeader(nil, o.Status, o.Description, statusKV(o)...), nil)
+			dlv.add(origin, &envelope{Origin: s.cfg.Name, Subject: inbox, Show: inbox, Header: natsproto.AppendStatusHeader(nil, o.Status, o.Description, statusKV(o)...)})
 		case consumer.Pinned, consumer.Unpinned:
+			dlv.flush()
 			r.pinAdvisory(o)
 		case consumer.AckReply:
+			dlv.flush()
 			s.respond(inbox, nil)
 		case consumer.Advisory:
+			dlv.flush()
 			st := r.t.stream()
 			body, _ := json.Marshal(map[string]any{
 				"type": "io.nats.jetstream.advisory.v1.max_deliver", "stream": st.stream,

@@ -241,19 +241,22 @@ func (s *Service) onForward(_, _, _, payload []byte) {
 	s.dispatch(m)
 }
 
-// onDelivery receives a pull-consumer delivery for a client of this
-// broker and hands it to the client's inbox subscription.
+// onDelivery receives pull-consumer deliveries (a batch, or one) for
+// clients of this broker and hands each to the client's inbox
+// subscription.
 func (s *Service) onDelivery(_, _, _, payload []byte) {
-	e, err := unmarshalEnvelope(payload)
+	es, err := splitDeliveries(payload)
 	if err != nil {
 		s.cfg.Logger.Warn("dropping a malformed delivery", "err", err)
 		return
 	}
-	show := e.Show
-	if show == "" {
-		show = e.Subject
+	for _, e := range es {
+		show := e.Show
+		if show == "" {
+			show = e.Subject
+		}
+		s.srv.DeliverLocal([]byte(e.Subject), []byte(show), []byte(e.Reply), e.Header, e.Data)
 	}
-	s.srv.DeliverLocal([]byte(e.Subject), []byte(show), []byte(e.Reply), e.Header, e.Data)
 }
 
 // forward sends m, a message for topic name, to broker owner over the
