@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"time"
@@ -87,17 +88,51 @@ func (s *Service) dispatchAPI(m message) {
 	}
 	st := s.lookupStream(m, req.Stream)
 	if st == nil {
-		switch req.Kind {
-		case jsapi.KindStreamCreate:
+		if req.Kind == jsapi.KindStreamCreate {
 			s.goAPI(func() { s.createStream(req, m) })
-		case jsapi.KindConsumerNext:
-			s.noResponders(m)
-		default:
-			s.replyError(m.reply, req.Kind, jsapi.ErrStreamNotFound())
+			return
 		}
+		// Perhaps a topic created a moment ago through another broker,
+		// which this broker's registry watch has not delivered yet: ask
+		// etcd before answering that it does not exist.
+		s.goAPI(func() {
+			if st := s.loadStream(m, req.Stream); st != nil {
+				s.toOwner(st.name, m, func(t *topic) { t.api(req, m) })
+				return
+			}
+			if req.Kind == jsapi.KindConsumerNext {
+				s.noResponders(m)
+				return
+			}
+			s.replyError(m.reply, req.Kind, jsapi.ErrStreamNotFound())
+		})
 		return
 	}
 	s.toOwner(st.name, m, func(t *topic) { t.api(req, m) })
+}
+
+// loadStream reads stream name's topic from etcd (m's tenant; the
+// default namespace unless the name is "ns:topic") and adds it to the
+// registry; nil when there is no such topic or etcd does not answer.
+func (s *Service) loadStream(m message, name string) *stream {
+	n, ok := topicForStream(s.tenantOf(m), s.cfg.DefaultNamespace, name, nil)
+	if !ok || n.Tenant == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 2*time.Second)
+	defer cancel()
+	tm, _, err := mledger.Load(ctx, s.cfg.Store, n)
+	if err != nil {
+		return nil
+	}
+	st := decodeStream(n, tm)
+	if st.stream != name {
+		return nil
+	}
+	if s.reg.put(st) {
+		s.topicAdded(n)
+	}
+	return s.reg.topic(n)
 }
 
 // noResponders answers a pull for a consumer or stream that does not

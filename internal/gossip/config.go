@@ -81,7 +81,14 @@ func memberlistConfig(p Profile) *memberlist.Config {
 		mc.ProbeInterval = 200 * time.Millisecond
 		mc.ProbeTimeout = 100 * time.Millisecond
 		mc.GossipInterval = 50 * time.Millisecond
-		mc.PushPullInterval = 5 * time.Second
+		// Joins must reach every member within a second or so: brokers
+		// route only to peers the pool lists, and bundles are placed on a
+		// broker as soon as it registers. With memberlist's default
+		// (RetransmitMult 2) a join's broadcast often missed some of a
+		// region's 8 members, who learnt of it only at the next push/pull,
+		// 6–9 s later; more retransmits and a 1 s push/pull fix that.
+		mc.RetransmitMult = 4
+		mc.PushPullInterval = time.Second
 		mc.SuspicionMult = 2
 		mc.TCPTimeout = time.Second
 		return mc
