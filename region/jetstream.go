@@ -37,7 +37,10 @@ func (n *Node) newJetStream() (*jetstream.Service, error) {
 	if js := n.cfg.Mesh.Defaults.JetStream; js != nil {
 		cfg.DefaultTenant, cfg.DefaultNamespace = js.Tenant, js.Namespace
 	}
-	if n.cfg.OwnershipLeaseTTL > 0 {
+	if o := n.region.Ownership; o.LeaseTTL > 0 || o.LoadThreshold > 0 {
+		cfg.LeaseTTL, cfg.LoadThreshold = time.Duration(o.LeaseTTL), o.LoadThreshold
+	}
+	if n.cfg.OwnershipLeaseTTL > 0 { // a test's override
 		cfg.LeaseTTL = n.cfg.OwnershipLeaseTTL
 	}
 	return jetstream.New(cfg)

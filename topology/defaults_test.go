@@ -123,3 +123,18 @@ func TestMeshLookups(t *testing.T) {
 		t.Error("Tenant(nobody) found a tenant")
 	}
 }
+
+// TestOwnershipParsed: a region's ownership block is read with its units;
+// a region without one keeps zeros (the brokers' defaults apply).
+func TestOwnershipParsed(t *testing.T) {
+	m, _, err := Parse("o.yaml", []byte("mesh: o\nregions:\n  - name: a\n    ownership: {lease_ttl: 5s, load_threshold: 2}\n  - name: b\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := m.Regions[0].Ownership; time.Duration(o.LeaseTTL) != 5*time.Second || o.LoadThreshold != 2 {
+		t.Fatalf("region a ownership = %+v", o)
+	}
+	if o := m.Regions[1].Ownership; o != (Ownership{}) {
+		t.Fatalf("region b ownership = %+v, want zeros", o)
+	}
+}

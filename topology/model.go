@@ -54,6 +54,18 @@ type Rollover struct {
 	MaxAge     Duration `yaml:"max_age"`
 }
 
+// Ownership tunes bundle ownership in a region (ARCHITECTURE §3
+// "Ownership"). Zero fields take the defaults.
+type Ownership struct {
+	// LeaseTTL is a broker's ownership lease: when a broker dies, its
+	// bundles move within this long at the latest (sooner when Serf
+	// declares it failed). Default 3s; at least 2s (etcd's floor).
+	LeaseTTL Duration `yaml:"lease_ttl"`
+	// LoadThreshold is how many more bundles than the least loaded broker
+	// a broker keeps before it hands one over. Default 1 (an even spread).
+	LoadThreshold int `yaml:"load_threshold"`
+}
+
 // Region is one Pulsar-style cluster of the mesh.
 type Region struct {
 	// Name is the region name (required; a token; unique in the mesh).
@@ -73,6 +85,9 @@ type Region struct {
 	Ledger *Ledger `yaml:"ledger"`
 	// Rollover is the region's ledger rollover (from defaults.rollover).
 	Rollover *Rollover `yaml:"rollover"`
+	// Ownership tunes how the region's brokers own namespace bundles
+	// (optional; defaults below).
+	Ownership Ownership `yaml:"ownership"`
 	// Metadata is "embedded" (one etcd node per region run by strata) or a
 	// list of external etcd endpoints.
 	Metadata Metadata `yaml:"metadata"`

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 var nodeRoles = []string{RoleBroker, RoleBookie, RoleMeta}
@@ -20,6 +21,10 @@ func (r *report) checkRegion(p string, rg *Region) {
 	if rg.Rollover != nil {
 		r.checkRollover(field(p, "rollover"), rg.Rollover)
 	}
+	if o := rg.Ownership; o.LeaseTTL != 0 && time.Duration(o.LeaseTTL) < 2*time.Second {
+		r.errorf(field(field(p, "ownership"), "lease_ttl"), "%s is too short: at least 2s (etcd's lease floor)", time.Duration(o.LeaseTTL))
+	}
+	r.atLeast(field(field(p, "ownership"), "load_threshold"), int64(rg.Ownership.LoadThreshold), 1)
 	r.checkMetadata(field(p, "metadata"), &rg.Metadata)
 	r.checkTier(field(p, "tier"), &rg.Tier)
 	for i, s := range rg.WANJoin {
