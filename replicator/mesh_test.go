@@ -486,6 +486,9 @@ func (m *mesh) checkStep() {
 	for _, n := range m.names {
 		r := m.regions[n]
 		for remote, s := range r.senders {
+			if err := s.checkWindow(); err != nil {
+				m.violate("%s->%s: %v", n, remote, err)
+			}
 			k := senderKey{s.Stream(), remote}
 			if p := s.Position(); p > m.answered[k] {
 				m.violate("%s->%s: position %d above the remote's highest answer %d", n, remote, p, m.answered[k])
@@ -620,4 +623,22 @@ func ranges(seqs []uint64) string {
 	}
 	parts = append(parts, seqRange(start, prev))
 	return strings.Join(parts, ",")
+}
+
+// checkWindow checks the sender's window invariants: the in-flight
+// batches cover [acked+1, next-1] in order, without holes or overlaps,
+// and n counts them.
+func (s *Sender) checkWindow() error {
+	want, n := s.acked+1, uint64(0)
+	for _, f := range s.inflight {
+		if f.first > want || f.last < f.first || f.last < want {
+			return fmt.Errorf("in-flight batch %d covers %d-%d, expected from %d", f.id, f.first, f.last, want)
+		}
+		want = f.last + 1
+		n += f.weight()
+	}
+	if want != s.next || n != s.n || s.n > uint64(s.cfg.MaxInFlight) {
+		return fmt.Errorf("window ends at %d with %d in flight; next %d, n %d", want-1, n, s.next, s.n)
+	}
+	return nil
 }
