@@ -360,12 +360,12 @@ func (s *Sender) rewind(seq uint64) {
 }
 
 // failAt abandons in-flight batch i and every later one, resends from its
-// first sequence, and backs off.
+// first sequence not yet acknowledged, and backs off.
 func (s *Sender) failAt(now time.Time, i int, err error) {
 	for _, f := range s.inflight[i:] {
 		s.n -= f.weight()
 	}
-	s.next = s.inflight[i].first
+	s.next = max(s.inflight[i].first, s.acked+1)
 	clear(s.inflight[i:])
 	s.inflight = s.inflight[:i]
 	s.fail(now, err)

@@ -342,3 +342,28 @@ func TestSenderRestore(t *testing.T) {
 		t.Fatalf("after the skip: %q", got)
 	}
 }
+
+// TestSenderPartialBatch: a remote HWM inside an in-flight batch (the
+// remote holds part of it from an earlier send) leaves that batch in
+// flight; if it then fails, the resend starts above the position.
+func TestSenderPartialBatch(t *testing.T) {
+	s := newTestSender(t, testConfig(), newLog(6, 10), SenderState{})
+	if got := describe(mustSend(t, s, t0)); got != "#1 msgs 1-3 #2 msgs 4-6" {
+		t.Fatalf("batches %q", got)
+	}
+	if err := s.Answer(t0, Answer{Batch: 1, Kind: Duplicate, HWM: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Status(t0); st.Position != 5 || st.InFlight != 3 || st.Next != 7 {
+		t.Fatalf("after the duplicate: %+v", st)
+	}
+	if err := s.Answer(t0, Answer{Batch: 2, Kind: Failed}); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Status(t0); st.Position != 5 || st.Next != 6 || st.InFlight != 0 {
+		t.Fatalf("after the failure: %+v", st)
+	}
+	if got := describe(mustSend(t, s, t0.Add(time.Second))); got != "#3 msgs 6" {
+		t.Fatalf("resend %q", got)
+	}
+}
