@@ -18,6 +18,8 @@ import (
 const (
 	TagNATS  = "nats"
 	TagRoute = "route"
+	// TagRun is every node's: its process's run id (see Node.run).
+	TagRun = "run"
 )
 
 // startBroker runs the broker role's NATS front door on the node's

@@ -2,6 +2,8 @@ package region
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"time"
 
 	"github.com/stratamesh/strata/broker/jetstream"
@@ -27,6 +29,7 @@ func (n *Node) newJetStream() (*jetstream.Service, error) {
 		// Serf's failure detection frees a dead broker's bundles before
 		// its lease expires (ARCHITECTURE §3 "Ownership").
 		MemberDown: n.memberDown,
+		Instance:   n.run,
 	}
 	if l := n.region.Ledger; l != nil {
 		cfg.Ensemble, cfg.WriteQuorum, cfg.AckQuorum = l.Ensemble, l.WriteQuorum, l.AckQuorum
@@ -69,20 +72,28 @@ func tenantPolicies(m *topology.Mesh) map[string]map[string]jetstream.Namespace 
 }
 
 // memberDown reports whether the region's Serf pool has declared node
-// name failed (false while it is alive or suspect, when it left
-// gracefully — a stopping broker hands its bundles over itself — and when
-// the pool does not know it).
-func (n *Node) memberDown(name string) bool {
+// name's run failed (false while it is alive or suspect, when it left
+// gracefully — a stopping broker hands its bundles over itself — when the
+// pool does not know it, and when the failure Serf remembers is of an
+// earlier run than run).
+func (n *Node) memberDown(name, run string) bool {
 	pool := n.lanRef.Load()
 	if pool == nil {
 		return false
 	}
 	for _, m := range pool.Members() {
 		if m.Name == name {
-			return m.State == gossip.StateFailed
+			return m.State == gossip.StateFailed && m.Tags[TagRun] == run
 		}
 	}
 	return false
+}
+
+// newRunID returns a random run id (16 hex digits).
+func newRunID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // startJetStream attaches the JetStream layer to the running broker.

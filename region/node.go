@@ -33,6 +33,10 @@ type Node struct {
 	region *topology.Region
 	logger *slog.Logger
 	name   string // Serf node name, SerfName(region, id)
+	// run identifies this process's life (random): the Serf tag TagRun and
+	// a broker's ownership registration carry it, so that a failure Serf
+	// remembers of an earlier run is never taken for this one's.
+	run string
 
 	embedded *meta.Embedded // meta nodes only
 	store    *meta.Store
@@ -79,6 +83,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	n := &Node{
 		cfg: cfg, spec: spec, region: r,
 		name:   SerfName(cfg.Region, cfg.ID),
+		run:    newRunID(),
 		logger: logger.With("region", cfg.Region, "node", cfg.ID, "role", spec.Role),
 		stop:   make(chan struct{}),
 		fatal:  make(chan error, 1),
@@ -211,7 +216,7 @@ func (n *Node) startEmbedded(ctx context.Context) error {
 }
 
 func (n *Node) startPools() error {
-	tags := map[string]string{"region": n.cfg.Region, "role": n.spec.Role, "id": n.cfg.ID, "mesh": n.cfg.Mesh.Name}
+	tags := map[string]string{"region": n.cfg.Region, "role": n.spec.Role, "id": n.cfg.ID, "mesh": n.cfg.Mesh.Name, TagRun: n.run}
 	if n.broker != nil {
 		tags[TagNATS] = n.broker.ClientURL()
 		tags[TagRoute] = n.broker.RouteAddr()

@@ -162,7 +162,7 @@ func run(strata string, runs, nBrokers, msgs, size int, keep bool) error {
 		name string
 		d    []time.Duration
 	}{{"SIGKILL → first PubAck through another broker", pubs}, {"SIGKILL → first delivery through another broker", dlvs}} {
-		fmt.Printf("| %s | %v | %v | %v |\n", m.name, ms(benchnode.Pct(m.d, 50)), ms(benchnode.Pct(m.d, 99)), ms(slices.Max(m.d)))
+		fmt.Printf("| %s | %v | %v | %v |\n", m.name, ms(benchnode.Pct(m.d, 0.50)), ms(benchnode.Pct(m.d, 0.99)), ms(slices.Max(m.d)))
 	}
 	return r.throughput(msgs, size)
 }

@@ -93,12 +93,17 @@ type Config struct {
 	// what was not closed. Default 10 s.
 	HandoverTimeout time.Duration
 	// MemberDown reports whether the membership layer (the region's Serf
-	// pool) considers broker name dead (failed; not a broker that left
-	// gracefully, which hands its bundles over itself). A live broker
+	// pool) considers broker name's run instance dead (failed; not a broker
+	// that left gracefully, which hands its bundles over itself). A live broker
 	// then revokes that broker's ownership lease so that its bundles move
 	// at once instead of after LeaseTTL. Nil: only lease expiry moves
 	// them.
-	MemberDown func(name string) bool
+	MemberDown func(name, instance string) bool
+	// Instance identifies this broker's process run (e.g. a random id,
+	// also given to the membership layer), recorded in its registration
+	// and passed to MemberDown so that a failure of an earlier run is not
+	// taken for this one's. Optional.
+	Instance string
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger

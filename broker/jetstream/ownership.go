@@ -12,9 +12,6 @@ import (
 	"github.com/stratamesh/strata/internal/meta"
 )
 
-// freshRegistration: see voidDeadBrokers.
-const freshRegistration = 5 * time.Second
-
 // ownedBundle is a bundle this broker owns: its owner key's condition,
 // and the topics of it that it serves.
 type ownedBundle struct {
@@ -62,7 +59,7 @@ func (s *Service) renewLease(ctx context.Context) error {
 // register writes this broker's registration under lease l.
 func (s *Service) register(ctx context.Context, l *meta.Lease, draining bool) error {
 	_, err := meta.PutJSON(ctx, s.cfg.Store, brokersPrefix+s.cfg.Name,
-		brokerRec{Lease: l.ID(), Draining: draining, Since: s.cfg.Now().UTC()}, meta.WithLease(l.ID()))
+		brokerRec{Lease: l.ID(), Instance: s.cfg.Instance, Draining: draining, Since: s.cfg.Now().UTC()}, meta.WithLease(l.ID()))
 	return err
 }
 
@@ -260,10 +257,10 @@ func (s *Service) ownedBundle(id bundle.ID) *ownedBundle {
 // membership layer (Config.MemberDown: Serf's failure detection) reports
 // dead, so its bundles are free at once rather than after the lease TTL.
 // A broker wrongly declared dead only loses its bundles: its writes are
-// conditioned on its owner keys, so nothing it does afterwards lands. A
-// registration younger than freshRegistration is left alone: a broker
-// restarted under the same name registers before Serf has seen it alive
-// again.
+// conditioned on its owner keys, so nothing it does afterwards lands. The
+// registration's instance goes with the question, so that a broker
+// restarted under the same name is not declared dead by the failure of
+// its previous run, which Serf may still show.
 func (s *Service) voidDeadBrokers(brokers map[string]brokerRec, owners map[bundle.ID]ownerEntry) {
 	if s.cfg.MemberDown == nil {
 		return
@@ -273,7 +270,7 @@ func (s *Service) voidDeadBrokers(brokers map[string]brokerRec, owners map[bundl
 		owns[e.Broker] = true
 	}
 	for name, b := range brokers {
-		if name == s.cfg.Name || b.Draining || !owns[name] || s.cfg.Now().Sub(b.Since) < freshRegistration || !s.cfg.MemberDown(name) {
+		if name == s.cfg.Name || b.Draining || !owns[name] || !s.cfg.MemberDown(name, b.Instance) {
 			continue
 		}
 		s.mu.Lock()

@@ -37,6 +37,8 @@ type brokerRec struct {
 	// Lease is the broker's ownership lease: revoking it releases every
 	// bundle the broker owns.
 	Lease meta.LeaseID `json:"lease"`
+	// Instance is the broker's process run (Config.Instance).
+	Instance string `json:"instance,omitempty"`
 	// Draining: the broker is stopping (SIGTERM) and hands its bundles
 	// over; nothing is placed on it.
 	Draining bool      `json:"draining,omitempty"`
