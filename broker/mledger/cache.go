@@ -3,8 +3,9 @@ package mledger
 import "time"
 
 // msgOverhead is what a cached message costs beyond its encoded size
-// (the Message value, the subject string, bookkeeping), for CacheBytes.
-const msgOverhead = 128
+// (the Message value with its Origin, the subject string, bookkeeping),
+// for CacheBytes.
+const msgOverhead = 192
 
 type cachedMsg struct {
 	m    Message

@@ -84,6 +84,16 @@ type Config struct {
 	Cond meta.Cond
 	// Limits are the topic's retention and rollover limits.
 	Limits Limits
+	// Region is the local region's name (ARCHITECTURE §4): every local
+	// publish (no PublishOptions.Origin) is stored with the origin
+	// (Region, the topic's incarnation, the next local origin sequence,
+	// its publish time), and replicated publishes naming Region are
+	// refused. "": local publishes record no origin (and have no origin
+	// sequence); set it wherever the topic may replicate. A token of
+	// [A-Za-z0-9_-]+, like the topology's region names. A region's name
+	// must not change while its topics exist: a message stored under the
+	// old name would count as another region's.
+	Region string
 	// CacheBytes bounds the memory held by recent confirmed messages
 	// kept for reads, in bytes (encoded size plus ~64 bytes overhead
 	// each); the open ledger's messages are always kept (see
@@ -212,6 +222,9 @@ func (c Config) Validate() error {
 	}
 	if c.Ledgers == nil {
 		errs = append(errs, errors.New("mledger: Config.Ledgers is required"))
+	}
+	if c.Region != "" && !validToken(c.Region) {
+		errs = append(errs, fmt.Errorf("mledger: Config.Region %q is not a token of [A-Za-z0-9_-]+", c.Region))
 	}
 	if c.Cond.Key == "" {
 		errs = append(errs, errors.New("mledger: Config.Cond.Key is required (the ownership condition)"))

@@ -236,14 +236,14 @@ func TestCoreAgainstModel(t *testing.T) {
 					o.ExpectedLastMsgID = str(rapid.SampledFrom([]string{"", "x", "y"}).Draw(t, "exp id value"))
 				}
 				wantDup, wantErr := md.check(lim, subject, size, o, now)
-				gotDup, gotErr := c.check(subject, 0, int(size), int(size), &o, now)
+				gotDup, _, gotErr := c.check(subject, 0, int(size), int(size), &o, now)
 				if gotDup != wantDup || !sameErr(gotErr, wantErr) {
 					t.Fatalf("check(%s, %d, %+v): got %d, %v; model %d, %v", subject, size, o, gotDup, gotErr, wantDup, wantErr)
 				}
 				if gotErr != nil || gotDup > 0 {
 					continue
 				}
-				seq, ts := c.assign(subject, o.MsgID, size, now)
+				seq, ts := c.assign(subject, o.MsgID, size, now, nil)
 				if seq != md.last()+1 || !ts.Equal(now) {
 					t.Fatalf("assigned %d at %v, model %d at %v", seq, ts, md.last()+1, now)
 				}
@@ -259,7 +259,7 @@ func TestCoreAgainstModel(t *testing.T) {
 						md.entries[x.ledger]++
 					}
 					entryLeft--
-					c.confirm(x.ledger, s, x.subject, x.id, x.t, x.size, newEntry)
+					c.confirm(x.ledger, &Message{Seq: s, Subject: x.subject, Time: x.t}, x.id, x.size, newEntry)
 					x.conf = true
 				}
 				closeDone()
@@ -355,7 +355,7 @@ func TestCoreAgainstModel(t *testing.T) {
 					tm = &TopicMeta{FirstSeq: c.first, Snapshot: c.snapshot(now, 1000)}
 				}
 				tm.Ledgers = c.ledgerInfos()
-				r, from, err := restoreCore(tm, lim, 1000)
+				r, from, err := restoreCore(tm, lim, 1000, testTopic.TopicID(), "")
 				if err != nil {
 					t.Fatalf("restore: %v", err)
 				}

@@ -15,12 +15,12 @@ func str(s string) *string { return &s }
 // at once into ledger id; it returns the check's outcome.
 func pub(c *core, id int64, subject, msgID string, size int64, now time.Time, o PublishOptions) (uint64, bool, error) {
 	o.MsgID = msgID
-	dup, err := c.check(subject, 0, int(size), int(size), &o, now)
-	if err != nil || dup > 0 {
-		return dup, dup > 0, err
+	dup, isDup, err := c.check(subject, 0, int(size), int(size), &o, now)
+	if err != nil || isDup {
+		return dup, isDup, err
 	}
-	seq, t := c.assign(subject, msgID, size, now)
-	c.confirm(id, seq, subject, msgID, t, size, true)
+	seq, t := c.assign(subject, msgID, size, now, nil)
+	c.confirm(id, &Message{Seq: seq, Subject: subject, Time: t}, msgID, size, true)
 	return seq, false, nil
 }
 
@@ -35,7 +35,7 @@ func TestCheckOrder(t *testing.T) {
 	if _, _, err := pub(c, 1, "a", "id1", 11, t0, all); !errors.Is(err, ErrMsgTooBig) {
 		t.Fatalf("size: %v", err)
 	}
-	if _, err := c.check("a", 0, 5, 101, &PublishOptions{}, t0); !errors.Is(err, ErrMsgTooBig) {
+	if _, _, err := c.check("a", 0, 5, 101, &PublishOptions{}, t0); !errors.Is(err, ErrMsgTooBig) {
 		t.Fatalf("entry size: %v", err)
 	}
 	// Then the duplicate: the original's sequence, expectations ignored.
@@ -74,15 +74,15 @@ func TestCheckCountsUnconfirmed(t *testing.T) {
 	c := newCore(Limits{}, 1000, 1)
 	c.addLedger(1, 1)
 	o := PublishOptions{MsgID: "m"}
-	if _, err := c.check("s", 0, 1, 10, &o, t0); err != nil {
+	if _, _, err := c.check("s", 0, 1, 10, &o, t0); err != nil {
 		t.Fatal(err)
 	}
-	c.assign("s", "m", 10, t0) // appended, not confirmed
-	if dup, _ := c.check("s", 0, 1, 10, &o, t0); dup != 1 {
+	c.assign("s", "m", 10, t0, nil) // appended, not confirmed
+	if dup, isDup, _ := c.check("s", 0, 1, 10, &o, t0); dup != 1 || !isDup {
 		t.Fatalf("duplicate of an unconfirmed message: dup %d", dup)
 	}
 	o = PublishOptions{ExpectedLastSeq: u64(1), ExpectedLastSubjectSeq: u64(1), ExpectedLastMsgID: str("m")}
-	if _, err := c.check("s", 0, 1, 10, &o, t0); err != nil {
+	if _, _, err := c.check("s", 0, 1, 10, &o, t0); err != nil {
 		t.Fatalf("expectations against unconfirmed state: %v", err)
 	}
 	if seq, n := c.subjects.lastConf("s", c.first); seq != 0 || n != 0 {
@@ -92,8 +92,8 @@ func TestCheckCountsUnconfirmed(t *testing.T) {
 
 func TestPublishTimeNeverGoesBack(t *testing.T) {
 	c := newCore(Limits{}, 1000, 1)
-	_, t1 := c.assign("a", "", 1, t0.Add(time.Second))
-	_, t2 := c.assign("a", "", 1, t0)
+	_, t1 := c.assign("a", "", 1, t0.Add(time.Second), nil)
+	_, t2 := c.assign("a", "", 1, t0, nil)
 	if !t2.Equal(t1) {
 		t.Fatalf("second time %v before first %v", t2, t1)
 	}
@@ -253,7 +253,7 @@ func TestSnapshotRestore(t *testing.T) {
 	c.trim(15, &info{from: 21, size: all.size, times: all.times})
 	c.closeLedger(3, 5, 150)
 	tm := TopicMeta{FirstSeq: c.first, Ledgers: c.ledgerInfos(), Snapshot: c.snapshot(t0.Add(30*time.Second), 100)}
-	r, from, err := restoreCore(&tm, Limits{}, 1000)
+	r, from, err := restoreCore(&tm, Limits{}, 1000, testTopic.TopicID(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 	// A hole in the list is refused.
 	tm.Ledgers[1].FirstSeq++
-	if _, _, err := restoreCore(&tm, Limits{}, 1000); !errors.Is(err, ErrCorrupt) {
+	if _, _, err := restoreCore(&tm, Limits{}, 1000, testTopic.TopicID(), ""); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("hole: %v", err)
 	}
 }

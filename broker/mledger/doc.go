@@ -7,15 +7,19 @@
 //
 //   - The topic's record at Name.Key() = "topics/<tenant>/<namespace>/<topic>"
 //     under the region's Store prefix (TopicMeta, JSON, snake_case): the
-//     caller's opaque Spec, FirstSeq, the ledger list (each ledger's first
-//     sequence, entries, messages, bytes, first and last publish times,
-//     state), the Snapshot, and the Trash of ledgers awaiting deletion.
+//     caller's opaque Spec, the incarnation, FirstSeq, the ledger list
+//     (each ledger's first sequence, entries, messages, bytes, first and
+//     last publish times, last local origin sequence, state), the
+//     Snapshot, and the Trash of ledgers awaiting deletion.
 //   - The entry format (entry.go): one ledger entry holds a batch of one
 //     or more consecutive messages: a version byte (2), the first
 //     sequence and the message count (a fixed 13-byte header), then per
-//     message a flags byte (reserved for the origin fields geo-replication
-//     will add), the publish time, the subject, the raw NATS header block
-//     and the data. Version 1 entries (one message each, written before
+//     message a flags byte (bit 0: the origin fields follow the header),
+//     the publish time, the subject, the raw NATS header block, the
+//     origin (region, incarnation, origin sequence, origin time relative
+//     to the publish time) when flagged, and the data. Records without
+//     the flag (written before origins were) still decode, with no
+//     origin. Version 1 entries (one message each, written before
 //     batching) are still read. Sequence → (ledger, entry): a binary
 //     search of the list by first sequence, then of the entry index
 //     (index.go: each entry's first sequence), which the ML fills for the
@@ -29,6 +33,9 @@
 //     TrimTo for interest and work-queue retention; Purge).
 //   - A cache of recent confirmed messages (Config.CacheBytes) and a
 //     read-ahead cache for older ones; readers of closed ledgers.
+//   - The origins of geo-replication (origin.go), below: local origin
+//     sequences, the high-water marks of the origin streams replicated
+//     into the topic, gap records, reading by local origin sequence.
 //
 // The logic is plain state machines (core.go, trim.go, retention.go,
 // restore.go, dedup.go, subjects.go; the batching policy in batch.go; the
@@ -63,10 +70,53 @@
 // give (its message bytes follow from its length, entry headers having a
 // fixed size), rebuilds the state from the snapshot plus the messages
 // after Snapshot.LastSeq (decoding batches; the entry holding
-// Snapshot.LastSeq+1 may begin before it), creates a new ledger and
-// writes the list. The snapshot is written with every change of the list
+// Snapshot.LastSeq+1 may begin before it) — sequences, subject index,
+// dedup window, the last local origin sequence and the origin streams'
+// high-water marks —, creates a new ledger and writes the list. The snapshot is written with every change of the list
 // (Open, each rollover, Purge, Close) and with lazy writes, so a takeover
 // replays at most the last ledger.
+//
+// # Origins
+//
+// Every message may carry its origin (ARCHITECTURE §4; Message.Origin,
+// the replicator core's Origin): region, topic incarnation, origin
+// sequence and origin time, in its record.
+//
+//   - The incarnation is a UUID made by Create, or by the first Open of a
+//     topic created before incarnations (written with Open's conditioned
+//     write). A deleted and re-created topic gets a new one, so its
+//     origin streams are new ones everywhere.
+//   - Local publishes, when Config.Region is set, take the next local
+//     origin sequence with their topic sequence, at call time: 1-based,
+//     gap-free, in topic order. The last confirmed one is rebuilt as the
+//     topic sequence is (Snapshot.LastOriginSeq plus the recovered
+//     tail), so it stays gap-free across rollovers, takeovers and crashes.
+//     Each closed ledger records the last local origin sequence as of its
+//     end (LedgerInfo.LastOrigin): ReadLocal finds origin sequence n in
+//     the one ledger that can hold it, directly when that ledger holds
+//     only local messages, else by reading forward within bounds the
+//     counts give. A replicator sender reads with LastOriginSeq,
+//     ReadLocal (its Source's Load) and NextLocal (sequentially).
+//   - Replicated publishes (PublishOptions.Origin) go through the
+//     receiver rule of replicator.Receiver per origin stream (topic,
+//     origin region, incarnation), never take a local origin sequence,
+//     and skip the Nats-Msg-Id and expected-last checks. As with
+//     sequences there are two sets of high-water marks: the appended
+//     one, which the rule is checked against (like the expected-last
+//     checks, it counts unconfirmed messages; a duplicate is answered
+//     after the publishes before it, so it is never acknowledged before
+//     its original), and the confirmed one, which Origins reports and the
+//     snapshot persists (Snapshot.Origins).
+//   - Gap records (SkipOrigin) move a mark past a range trimmed at the
+//     origin and count the loss. One is queued behind the publishes
+//     before it, applied to the confirmed marks in its turn and written
+//     (conditioned) before SkipOrigin returns.
+//   - A new owner rebuilds the marks from the snapshot plus the recovered
+//     tail's origins (per stream, the highest sequence). A gap record
+//     accepted after the snapshot whose write was lost is counted again
+//     when a later message of its stream jumps past it (the rule stores
+//     nothing else above mark + 1); otherwise it is forgotten, and the
+//     sender, refused with a gap, sends it again.
 //
 // # Batching
 //
@@ -159,6 +209,9 @@
 //   - The next owner learns msg ids written after the snapshot from the
 //     Nats-Msg-Id header stored with each message: PublishOptions.MsgID must
 //     be that header's value.
+//   - A replicated duplicate's PubResult.Seq is its original's only when
+//     that is its stream's last stored message, stored or replayed by this
+//     owner; otherwise 0.
 //
 // # Concurrency
 //

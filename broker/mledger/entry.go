@@ -5,7 +5,14 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/stratamesh/strata/replicator"
 )
+
+// Origin is a message's origin identity (ARCHITECTURE §4), as the
+// replicator core defines it: origin region, topic incarnation, origin
+// sequence and origin publish time.
+type Origin = replicator.Origin
 
 // Message is one stored message (one of the messages of a ledger entry).
 type Message struct {
@@ -22,7 +29,17 @@ type Message struct {
 	// Time is the broker's publish time, UTC (never earlier than the
 	// previous message's: see Publish).
 	Time time.Time
+	// Origin is where the message was first published: for a local
+	// publish this region (Config.Region), the topic's incarnation, the
+	// next local origin sequence and Time; for a replicated one, the
+	// origin it was published with (PublishOptions.Origin). The zero
+	// Origin (Seq 0) when none was recorded: messages written before
+	// origins were, or by an ML without Config.Region.
+	Origin Origin
 }
+
+// HasOrigin reports whether m carries an origin (Origin.Seq > 0).
+func (m *Message) HasOrigin() bool { return m.Origin.Seq > 0 }
 
 // Entry encoding, version 2 (a batch of messages per ledger entry):
 //
@@ -30,11 +47,16 @@ type Message struct {
 //	first    8 bytes   big-endian: the sequence of the first message
 //	count    4 bytes   big-endian: n ≥ 1 messages, sequences first..first+n-1
 //	n records, one per message, in sequence order:
-//	  flags    byte    0 for now; see below
+//	  flags    byte    bit 0 (flagOrigin): the origin fields follow the header
 //	  time     varint  publish time, Unix nanoseconds
 //	  subject  uvarint length, then the bytes
 //	  header   uvarint length, then the bytes (0: no header)
-//	  [origin fields, when a flag says so: geo-replication, later]
+//	  origin fields, only with flagOrigin:
+//	    region       uvarint length, then the bytes (not empty)
+//	    incarnation  uvarint length, then the bytes (not empty)
+//	    seq          uvarint  origin sequence (≥ 1)
+//	    time         varint   origin time minus the record's publish time,
+//	                          in nanoseconds (0 for a local publish)
 //	  data     uvarint length, then the bytes
 //
 // The entry header has a fixed size (batchHeaderSize) so that a ledger's
@@ -44,17 +66,22 @@ type Message struct {
 // message's size (EncodedSize, what Bytes and MaxBytes count) is known
 // when it is published.
 //
-// Each record's flags byte is reserved for the origin fields
-// geo-replication will add (origin region, incarnation, origin seq,
-// origin time): each will get a bit, and its fields will follow the
-// header, before the data. Decoders reject any flag bit they do not know,
-// since they could not find where the record ends.
+// The flags byte says which optional fields a record has. Bit 0
+// (flagOrigin) is the message's origin (Message.Origin: ARCHITECTURE §4):
+// set exactly when the message has one (Origin.Seq > 0); records written
+// before origins were recorded have flags 0 and decode with the zero
+// Origin. The origin time is stored relative to the publish time, so a
+// local message's costs one byte; the arithmetic wraps, so any pair of
+// times round-trips. Other bits are reserved for later fields, which will
+// also go between the header and the data. Decoders reject any flag bit
+// they do not know, since they could not find where the record ends, and
+// an origin with an empty region or incarnation or sequence 0.
 //
 // Version 1, written before batching, held exactly one message per entry
 // and is still decoded (DecodeBatch returns its one message):
 //
 //	version  byte     entryV1 (1)
-//	flags    byte     0
+//	flags    byte     0 (no flag is defined for version 1)
 //	seq      uvarint
 //	time     varint   publish time, Unix nanoseconds
 //	subject  uvarint length, then the bytes
@@ -65,8 +92,10 @@ const (
 	entryV2 = 2
 	// batchHeaderSize is the size of a version 2 entry's header.
 	batchHeaderSize = 1 + 8 + 4
-	// flagsKnown are the flag bits this version understands (none yet).
-	flagsKnown byte = 0
+	// flagOrigin: the record has origin fields.
+	flagOrigin byte = 1 << 0
+	// flagsKnown are the record flag bits version 2 understands.
+	flagsKnown = flagOrigin
 	// minRecordSize is the smallest encoded record (flags, time and three
 	// zero lengths): it bounds the count a well-formed entry can claim.
 	minRecordSize = 5
@@ -81,18 +110,47 @@ func EncodedSize(m *Message) int {
 	return 1 + varintLen(m.Time.UnixNano()) +
 		uvarintLen(uint64(len(m.Subject))) + len(m.Subject) +
 		uvarintLen(uint64(len(m.Header))) + len(m.Header) +
+		originSize(m) +
 		uvarintLen(uint64(len(m.Data))) + len(m.Data)
 }
+
+// originSize is the size of m's origin fields (0 without an origin).
+func originSize(m *Message) int {
+	o := &m.Origin
+	if o.Seq == 0 {
+		return 0
+	}
+	return uvarintLen(uint64(len(o.Region))) + len(o.Region) +
+		uvarintLen(uint64(len(o.Incarnation))) + len(o.Incarnation) +
+		uvarintLen(o.Seq) + varintLen(originDelta(m))
+}
+
+// originDelta is m's origin time minus its publish time, in nanoseconds
+// (wrapping).
+func originDelta(m *Message) int64 { return m.Origin.Time.UnixNano() - m.Time.UnixNano() }
 
 // appendRecord appends m's record (without its sequence, which the
 // entry header implies) to dst.
 func appendRecord(dst []byte, m *Message) []byte {
-	dst = append(dst, 0) // flags
+	var flags byte
+	if m.Origin.Seq > 0 {
+		flags |= flagOrigin
+	}
+	dst = append(dst, flags)
 	dst = binary.AppendVarint(dst, m.Time.UnixNano())
 	dst = binary.AppendUvarint(dst, uint64(len(m.Subject)))
 	dst = append(dst, m.Subject...)
 	dst = binary.AppendUvarint(dst, uint64(len(m.Header)))
 	dst = append(dst, m.Header...)
+	if flags&flagOrigin != 0 {
+		o := &m.Origin
+		dst = binary.AppendUvarint(dst, uint64(len(o.Region)))
+		dst = append(dst, o.Region...)
+		dst = binary.AppendUvarint(dst, uint64(len(o.Incarnation)))
+		dst = append(dst, o.Incarnation...)
+		dst = binary.AppendUvarint(dst, o.Seq)
+		dst = binary.AppendVarint(dst, originDelta(m))
+	}
 	dst = binary.AppendUvarint(dst, uint64(len(m.Data)))
 	return append(dst, m.Data...)
 }
@@ -164,13 +222,17 @@ func decodeV2(b []byte) ([]Message, error) {
 		return nil, fmt.Errorf("%w: entry sequences %d+%d out of range", ErrCorrupt, first, n)
 	}
 	msgs := make([]Message, n)
+	var prev *Origin // the last origin decoded: its strings are reused
 	for i := range msgs {
 		m := &msgs[i]
 		var err error
-		if p, err = decodeRecord(p, m); err != nil {
+		if p, err = decodeRecord(p, m, prev); err != nil {
 			return nil, fmt.Errorf("%w (message %d of %d)", err, i+1, n)
 		}
 		m.Seq = first + uint64(i)
+		if m.HasOrigin() {
+			prev = &m.Origin
+		}
 	}
 	if len(p) > 0 {
 		return nil, fmt.Errorf("%w: entry has %d bytes after its %d messages", ErrCorrupt, len(p), n)
@@ -179,12 +241,14 @@ func decodeV2(b []byte) ([]Message, error) {
 }
 
 // decodeRecord decodes one version 2 record from p into m (all but Seq)
-// and returns the rest of p.
-func decodeRecord(p []byte, m *Message) ([]byte, error) {
+// and returns the rest of p. prev, if not nil, is an origin decoded
+// before, whose strings m's origin shares when equal.
+func decodeRecord(p []byte, m *Message, prev *Origin) ([]byte, error) {
 	if len(p) == 0 {
 		return nil, fmt.Errorf("%w: entry record flags: no bytes left", ErrCorrupt)
 	}
-	if f := p[0] &^ flagsKnown; f != 0 {
+	flags := p[0]
+	if f := flags &^ flagsKnown; f != 0 {
 		return nil, fmt.Errorf("%w: entry record flags %#02x not known to version %d", ErrCorrupt, f, entryV2)
 	}
 	p = p[1:]
@@ -201,6 +265,12 @@ func decodeRecord(p []byte, m *Message) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.Origin = Origin{}
+	if flags&flagOrigin != 0 {
+		if p, err = decodeOrigin(p, ns, &m.Origin, prev); err != nil {
+			return nil, err
+		}
+	}
 	data, p, err := lenPrefixed(p, "data")
 	if err != nil {
 		return nil, err
@@ -216,13 +286,58 @@ func decodeRecord(p []byte, m *Message) ([]byte, error) {
 	return p, nil
 }
 
+// decodeOrigin decodes a record's origin fields from p into o (ns: the
+// record's publish time) and returns the rest of p. The region and
+// incarnation are prev's strings when equal (a batch's messages mostly
+// share them).
+func decodeOrigin(p []byte, ns int64, o *Origin, prev *Origin) ([]byte, error) {
+	region, p, err := lenPrefixed(p, "origin region")
+	if err != nil {
+		return nil, err
+	}
+	inc, p, err := lenPrefixed(p, "origin incarnation")
+	if err != nil {
+		return nil, err
+	}
+	seq, n := binary.Uvarint(p)
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: entry origin seq: bad uvarint", ErrCorrupt)
+	}
+	p = p[n:]
+	d, n := binary.Varint(p)
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: entry origin time: bad varint", ErrCorrupt)
+	}
+	p = p[n:]
+	switch {
+	case len(region) == 0:
+		return nil, fmt.Errorf("%w: entry origin region empty", ErrCorrupt)
+	case len(inc) == 0:
+		return nil, fmt.Errorf("%w: entry origin incarnation empty", ErrCorrupt)
+	case seq == 0:
+		return nil, fmt.Errorf("%w: entry origin seq 0", ErrCorrupt)
+	}
+	*o = Origin{Seq: seq, Time: time.Unix(0, ns+d).UTC()}
+	if prev != nil && string(region) == prev.Region {
+		o.Region = prev.Region
+	} else {
+		o.Region = string(region)
+	}
+	if prev != nil && string(inc) == prev.Incarnation {
+		o.Incarnation = prev.Incarnation
+	} else {
+		o.Incarnation = string(inc)
+	}
+	return p, nil
+}
+
 // decodeV1 decodes a version 1 (single-message) entry.
 func decodeV1(b []byte) (Message, error) {
 	var m Message
 	if len(b) < 2 {
 		return m, fmt.Errorf("%w: version 1 entry of %d bytes, shorter than its 2-byte prefix", ErrCorrupt, len(b))
 	}
-	if f := b[1] &^ flagsKnown; f != 0 {
+	if f := b[1]; f != 0 {
 		return m, fmt.Errorf("%w: entry flags %#02x not known to version %d", ErrCorrupt, f, entryV1)
 	}
 	p := b[2:]

@@ -13,7 +13,12 @@ import (
 
 func sameMessage(a, b Message) bool {
 	return a.Seq == b.Seq && a.Subject == b.Subject && bytes.Equal(a.Header, b.Header) &&
-		bytes.Equal(a.Data, b.Data) && a.Time.Equal(b.Time)
+		bytes.Equal(a.Data, b.Data) && a.Time.Equal(b.Time) && sameOrigin(a.Origin, b.Origin)
+}
+
+func sameOrigin(a, b Origin) bool {
+	return a.Region == b.Region && a.Incarnation == b.Incarnation && a.Seq == b.Seq &&
+		(a.Seq == 0 || a.Time.Equal(b.Time))
 }
 
 // encodeV1 is the version 1 (single-message) encoder used before
@@ -40,10 +45,18 @@ var testMsgs = []Message{
 	{Seq: 2, Subject: "t.ns.orders.eu", Header: []byte("NATS/1.0\r\nNats-Msg-Id: x\r\n\r\n"), Data: []byte("hello"), Time: time.Unix(1700000000, 123456789).UTC()},
 	{Seq: 3, Subject: strings.Repeat("s", 300), Data: bytes.Repeat([]byte{0}, 1000), Time: time.Unix(-5, 0).UTC()},
 	{Seq: 4, Subject: "", Header: []byte("NATS/1.0\r\n\r\n"), Time: time.Unix(1700000000, 0).UTC()},
+	// With origins: a local publish (origin time = publish time), a
+	// replicated one (earlier origin time), extreme times and sequences.
+	{Seq: 5, Subject: "l", Header: []byte("NATS/1.0\r\nA: b\r\n\r\n"), Data: []byte("local"), Time: time.Unix(1700000001, 5).UTC(),
+		Origin: Origin{Region: "us-east", Incarnation: "0b8e2f2a-6c0e-4a57-9d7e-1f1f2a3b4c5d", Seq: 1, Time: time.Unix(1700000001, 5).UTC()}},
+	{Seq: 6, Subject: "r", Data: []byte("replicated"), Time: time.Unix(1700000002, 0).UTC(),
+		Origin: Origin{Region: "eu-west", Incarnation: "inc", Seq: 1 << 40, Time: time.Unix(1699999999, 999).UTC()}},
+	{Seq: 7, Subject: "x", Header: []byte("NATS/1.0\r\n\r\n"), Time: time.Unix(0, math.MaxInt64).UTC(),
+		Origin: Origin{Region: "r", Incarnation: "i", Seq: math.MaxUint64, Time: time.Unix(0, math.MinInt64).UTC()}},
 }
 
 func TestBatchRoundTrip(t *testing.T) {
-	for _, first := range []uint64{1, 1 << 40, math.MaxUint64 - 3} {
+	for _, first := range []uint64{1, 1 << 40, math.MaxUint64 - uint64(len(testMsgs)) + 1} {
 		for n := 1; n <= len(testMsgs); n++ {
 			in := make([]Message, n)
 			records := 0
@@ -81,9 +94,50 @@ func TestBatchRoundTrip(t *testing.T) {
 	}
 }
 
+// TestRecordLayout pins the record format of entry.go byte by byte: a
+// record with origin fields, and one without (as written before origins,
+// still decoded with the zero Origin).
+func TestRecordLayout(t *testing.T) {
+	pub := time.Unix(0, 1000).UTC()
+	m := Message{Seq: 9, Subject: "s", Header: []byte("H"), Data: []byte("D"), Time: pub,
+		Origin: Origin{Region: "eu", Incarnation: "in", Seq: 300, Time: pub.Add(-3)}}
+	want := []byte{
+		entryV2, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 1, // version, first 9, count 1
+		flagOrigin, // flags
+		0xd0, 0x0f, // time 1000 (zigzag varint 2000)
+		1, 's', // subject
+		1, 'H', // header
+		2, 'e', 'u', // origin region
+		2, 'i', 'n', // incarnation
+		0xac, 0x02, // origin seq 300
+		5,      // origin time - publish time = -3 (zigzag 5)
+		1, 'D', // data
+	}
+	if got := EncodeBatch(nil, []Message{m}); !bytes.Equal(got, want) {
+		t.Fatalf("encoded %x, want %x", got, want)
+	}
+	if EncodedSize(&m) != len(want)-batchHeaderSize {
+		t.Fatalf("EncodedSize %d, record %d", EncodedSize(&m), len(want)-batchHeaderSize)
+	}
+	got, err := DecodeBatch(want)
+	if err != nil || len(got) != 1 || !sameMessage(got[0], m) || got[0].Origin.Time.Location() != time.UTC {
+		t.Fatalf("decoded %+v, %v", got, err)
+	}
+	// Without an origin: flags 0, no origin fields; decodes with none.
+	old := []byte{entryV2, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 1, 0, 0xd0, 0x0f, 1, 's', 1, 'H', 1, 'D'}
+	m.Origin = Origin{}
+	if got := EncodeBatch(nil, []Message{m}); !bytes.Equal(got, old) {
+		t.Fatalf("encoded without origin %x, want %x", got, old)
+	}
+	if got, err := DecodeBatch(old); err != nil || len(got) != 1 || !sameMessage(got[0], m) || got[0].HasOrigin() || got[0].Origin != (Origin{}) {
+		t.Fatalf("decoded without origin %+v, %v", got, err)
+	}
+}
+
 // TestDecodeV1: entries written before batching decode as one message.
 func TestDecodeV1(t *testing.T) {
 	for _, m := range testMsgs {
+		m.Origin = Origin{} // version 1 has no origin
 		b := encodeV1(nil, &m)
 		got, err := DecodeBatch(b)
 		if err != nil || len(got) != 1 || !sameMessage(got[0], m) {
@@ -134,9 +188,20 @@ func TestDecodeBatchMalformed(t *testing.T) {
 		"v2 data past":      {cat(hdr(1, 1), []byte{0, 2, 0, 0, 5, 'x'}), "data length 5"},
 		"v2 data bad len":   {cat(hdr(1, 1), []byte{0, 2, 0, 0, 0x80, 0x80}), "data length: bad uvarint"},
 		"v2 second message": {cat(hdr(5, 2), one, []byte{0, 2, 9, 'a', 0, 0}), "message 2 of 2"},
+		"v2 flags 0x02":     {cat(hdr(1, 1), []byte{0x02}, one[1:]), "record flags 0x02"},
+		"v2 origin region":  {cat(hdr(1, 1), []byte{1, 2, 0, 0, 9, 'a'}), "origin region length 9"},
+		"v2 origin inc":     {cat(hdr(1, 1), []byte{1, 2, 0, 0, 1, 'r', 0x80}), "origin incarnation length: bad uvarint"},
+		"v2 origin seq":     {cat(hdr(1, 1), []byte{1, 2, 0, 0, 1, 'r', 1, 'i', 0x80}), "origin seq: bad uvarint"},
+		"v2 origin time":    {cat(hdr(1, 1), []byte{1, 2, 0, 0, 1, 'r', 1, 'i', 1, 0x80}), "origin time: bad varint"},
+		"v2 origin no data": {cat(hdr(1, 1), []byte{1, 2, 0, 0, 1, 'r', 1, 'i', 1, 0}), "data length: bad uvarint"},
+		"v2 origin seq 0":   {cat(hdr(1, 1), []byte{1, 2, 0, 0, 1, 'r', 1, 'i', 0, 0, 0}), "origin seq 0"},
+		"v2 empty region":   {cat(hdr(1, 1), []byte{1, 2, 0, 0, 0, 1, 'i', 1, 0, 0}), "origin region empty"},
+		"v2 empty inc":      {cat(hdr(1, 1), []byte{1, 2, 0, 0, 1, 'r', 0, 1, 0, 0}), "origin incarnation empty"},
+		"v2 no origin":      {cat(hdr(1, 1), []byte{1, 2, 0, 0, 0x80}), "origin region length: bad uvarint"},
 		"v2 trailing":       {cat(hdr(1, 1), one, []byte{0, 0, 0, 0, 0, 0}), "6 bytes after its 1 messages"},
 		"v1 short":          {[]byte{1}, "shorter than its 2-byte prefix"},
 		"v1 flags":          {append([]byte{1, 0x80}, good1[2:]...), "flags"},
+		"v1 origin flag":    {append([]byte{1, flagOrigin}, good1[2:]...), "flags 0x01 not known to version 1"},
 		"v1 seq":            {[]byte{1, 0, 0x80}, "seq"},
 		"v1 seq 0":          {[]byte{1, 0, 0, 2, 0, 0}, "seq 0"},
 		"v1 time":           {[]byte{1, 0, 1, 0x80}, "time"},
@@ -160,6 +225,13 @@ func FuzzDecodeEntry(f *testing.F) {
 	m := Message{Seq: 1, Subject: "a.b", Header: []byte("NATS/1.0\r\nA: b\r\n\r\n"), Data: []byte("x"), Time: time.Unix(5, 6)}
 	f.Add(encodeV1(nil, &m))
 	f.Add(EncodeBatch(nil, []Message{m, {Seq: 2, Subject: "c", Time: time.Unix(7, 0)}}))
+	local := Origin{Region: "us-east", Incarnation: "6f1c2b0e-8d9a-4c3b-a1e2-f3d4c5b6a798", Seq: 1, Time: time.Unix(5, 6)}
+	f.Add(EncodeBatch(nil, []Message{ // a local message, a replicated one, one without origin
+		{Seq: 3, Subject: "a.b", Data: []byte("x"), Time: time.Unix(5, 6), Origin: local},
+		{Seq: 4, Subject: "a.c", Header: []byte("NATS/1.0\r\n\r\n"), Time: time.Unix(5, 7), Origin: Origin{Region: "eu-west", Incarnation: "i", Seq: 1 << 33, Time: time.Unix(4, 0)}},
+		{Seq: 5, Subject: "a.d", Time: time.Unix(5, 8)},
+	}))
+	f.Add([]byte{2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 1, 'r', 1, 'i', 1, 0, 0})
 	f.Add([]byte{1, 0, 0, 0, 0, 0})
 	f.Add([]byte{1, 0, 0xff, 0xff, 0xff})
 	f.Add([]byte{2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0})
@@ -190,15 +262,23 @@ func FuzzDecodeEntry(f *testing.F) {
 				t.Fatalf("re-encoding %x gave %x", b, re)
 			}
 		}
-		// Messages made of the input round-trip, as a batch and in v1.
+		// Messages made of the input round-trip, as a batch and in v1
+		// (without the origin, which version 1 does not have).
 		n := len(b) / 3
 		in := []Message{
 			{Seq: uint64(len(b))*7919 + 1, Subject: string(b[:n]), Header: b[n : 2*n], Data: b[2*n:], Time: time.Unix(0, int64(len(b))*1e9+int64(n)).UTC()},
-			{Seq: uint64(len(b))*7919 + 2, Subject: string(b[2*n:]), Data: b[:n], Time: time.Unix(0, -int64(n)).UTC()},
+			{Seq: uint64(len(b))*7919 + 2, Subject: string(b[2*n:]), Data: b[:n], Time: time.Unix(0, -int64(n)).UTC(),
+				Origin: Origin{Region: "r" + string(b[:n]), Incarnation: "i" + string(b[n:2*n]), Seq: uint64(len(b))<<20 + 1, Time: time.Unix(0, int64(n)<<40).UTC()}},
+			{Seq: uint64(len(b))*7919 + 3, Subject: "s", Time: time.Unix(0, 0).UTC(), Origin: Origin{Region: "x", Incarnation: "y", Seq: 1, Time: time.Unix(0, -int64(len(b))<<50).UTC()}},
 		}
 		got, err := DecodeBatch(EncodeBatch(nil, in))
-		if err != nil || len(got) != 2 || !sameMessage(got[0], in[0]) || !sameMessage(got[1], in[1]) {
+		if err != nil || len(got) != len(in) {
 			t.Fatalf("round trip of %+v: %+v, %v", in, got, err)
+		}
+		for i := range in {
+			if !sameMessage(got[i], in[i]) || EncodedSize(&in[i]) != len(appendRecord(nil, &in[i])) {
+				t.Fatalf("round trip of %+v: %+v", in[i], got[i])
+			}
 		}
 		got, err = DecodeBatch(encodeV1(nil, &in[0]))
 		if err != nil || len(got) != 1 || !sameMessage(got[0], in[0]) {
@@ -223,7 +303,7 @@ func TestLedgerInfoCompat(t *testing.T) {
 	if l := tm.Ledgers[1]; l.Msgs != -1 || l.Entries != -1 || l.State != LedgerOpen {
 		t.Fatalf("old open ledger: %+v", l)
 	}
-	if _, _, err := restoreCore(&TopicMeta{FirstSeq: 1, Ledgers: tm.Ledgers[:1]}, Limits{}, 1000); err != nil {
+	if _, _, err := restoreCore(&TopicMeta{FirstSeq: 1, Ledgers: tm.Ledgers[:1]}, Limits{}, 1000, testTopic.TopicID(), ""); err != nil {
 		t.Fatalf("restore from an old list: %v", err)
 	}
 	li := LedgerInfo{ID: 5, FirstSeq: 11, Entries: 2, Msgs: 7, Bytes: 90, State: LedgerClosed}

@@ -32,7 +32,24 @@ var (
 	// ErrCorrupt: stored data does not decode or does not match the
 	// metadata (an entry's sequence, a ledger list with a hole).
 	ErrCorrupt = errors.New("mledger: corrupt")
+	// ErrBadOrigin: a replicated publish's or a gap record's origin is
+	// malformed (empty region or incarnation, sequence 0, a time outside
+	// Unix nanoseconds, a range with first > last, another topic's
+	// stream) or names this region (Config.Region): this region's
+	// messages are never replicated back to it.
+	ErrBadOrigin = errors.New("mledger: bad origin")
 )
+
+// OriginGapError refuses a replicated publish or a gap record that starts
+// above its origin stream's high-water mark + 1 (a gap, ARCHITECTURE §4):
+// the sender must rewind to Expected (the mark + 1, counting replicated
+// messages appended but not yet confirmed). Returned as a pointer:
+// errors.As(err, &p) with p *OriginGapError.
+type OriginGapError struct{ Expected uint64 }
+
+func (e *OriginGapError) Error() string {
+	return fmt.Sprintf("mledger: origin sequence gap: expected %d", e.Expected)
+}
 
 // WrongLastSeqError is a failed Nats-Expected-Last-Sequence or
 // Nats-Expected-Last-Subject-Sequence check (JetStream 10071, "wrong

@@ -42,6 +42,9 @@ func newEnv(t *testing.T) *env {
 
 var testTopic = Name{Tenant: "acme", Namespace: "prod", Topic: "orders"}
 
+// testRegion is the local region of the tests' MLs (Config.Region).
+const testRegion = "us-east"
+
 // create creates the topic with spec.
 func (e *env) create(name Name, spec string) {
 	e.t.Helper()
@@ -88,10 +91,10 @@ func (l *lostRecorder) calls() []error {
 }
 
 // config is a Config for a new owner of name (E3/Qw2/Qa2 over the 4
-// bookies); mod may change it.
+// bookies, region testRegion); mod may change it.
 func (e *env) config(name Name, lost *lostRecorder, mod ...func(*Config)) Config {
 	cfg := Config{
-		Store: e.st, Ledgers: e.lc, Ensemble: 3, WriteQuorum: 2, AckQuorum: 2,
+		Store: e.st, Ledgers: e.lc, Ensemble: 3, WriteQuorum: 2, AckQuorum: 2, Region: testRegion,
 		Cond: e.takeOwnership(name), MaintenanceInterval: 50 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/stratamesh/strata/internal/meta"
+	"github.com/stratamesh/strata/replicator"
 )
 
 // Ledger states in LedgerInfo.State.
@@ -23,6 +26,13 @@ type TopicMeta struct {
 	Spec json.RawMessage `json:"spec,omitempty"`
 	// Created is when the topic was created.
 	Created time.Time `json:"created"`
+	// Incarnation is the topic's incarnation (ARCHITECTURE §4): a UUID
+	// made when the topic is created (Create), so that a topic deleted and
+	// re-created, or a region rebuilt from an empty data dir, starts new
+	// origin streams instead of colliding with old origin sequences. A
+	// topic created before incarnations existed gets one at its next Open,
+	// written with Open's conditioned write.
+	Incarnation string `json:"incarnation,omitempty"`
 	// FirstSeq is the logical first sequence: messages below it were
 	// purged, trimmed or expired. Persisted lazily (package doc).
 	FirstSeq uint64 `json:"first_seq"`
@@ -66,6 +76,12 @@ type LedgerInfo struct {
 	// messages once closed (zero while open or empty).
 	FirstTime time.Time `json:"first_time"`
 	LastTime  time.Time `json:"last_time"`
+	// LastOrigin is the topic's last local origin sequence as of its last
+	// message once closed (cumulative: the local origin sequences it holds
+	// are those above the previous ledger's LastOrigin, up to this one).
+	// Records written before origins were recorded have none: 0, right for
+	// them. SeqOfOrigin searches the list by it.
+	LastOrigin uint64 `json:"last_origin,omitempty"`
 	// State is LedgerOpen or LedgerClosed.
 	State string `json:"state"`
 }
@@ -113,6 +129,13 @@ type Snapshot struct {
 	// Dedup: the Nats-Msg-Ids still within the duplicate window, oldest
 	// first (at most Config.MaxSnapshotDedup, the most recent).
 	Dedup []DedupEntry `json:"dedup,omitempty"`
+	// LastOriginSeq is the last local origin sequence (Config.Region, the
+	// topic's incarnation) among the messages up to LastSeq.
+	LastOriginSeq uint64 `json:"last_origin_seq,omitempty"`
+	// Origins are the high-water marks of the origin streams replicated
+	// into the topic (replicator.ReceiverState's streams, sorted), as of
+	// LastSeq and the gap records accepted (SkipOrigin) up to then.
+	Origins []replicator.StreamState `json:"origins,omitempty"`
 }
 
 // SubjectState is one subject's entry in the subject index.
@@ -129,9 +152,9 @@ type DedupEntry struct {
 }
 
 // Create writes a new topic's metadata: spec (opaque JSON, may be nil),
-// created at now, no ledgers, FirstSeq 1. ErrExists if the key exists
-// (a CAS on revision 0). It is not ownership-conditioned: the first Open
-// takes the topic over.
+// created at now, a new incarnation, no ledgers, FirstSeq 1. ErrExists if
+// the key exists (a CAS on revision 0). It is not ownership-conditioned:
+// the first Open takes the topic over.
 func Create(ctx context.Context, st *meta.Store, name Name, spec []byte, now time.Time) error {
 	if err := name.Validate(); err != nil {
 		return err
@@ -139,7 +162,7 @@ func Create(ctx context.Context, st *meta.Store, name Name, spec []byte, now tim
 	if spec != nil && !json.Valid(spec) {
 		return fmt.Errorf("mledger: create %s: spec is not valid JSON", name)
 	}
-	tm := TopicMeta{Spec: spec, Created: now.UTC(), FirstSeq: 1, Ledgers: []LedgerInfo{}}
+	tm := TopicMeta{Spec: spec, Created: now.UTC(), Incarnation: newIncarnation(), FirstSeq: 1, Ledgers: []LedgerInfo{}}
 	if _, err := meta.CASJSON(ctx, st, name.Key(), tm, 0); err != nil {
 		if errors.Is(err, meta.ErrConflict) {
 			return fmt.Errorf("%w: %s", ErrExists, name)
@@ -176,3 +199,6 @@ func List(ctx context.Context, st *meta.Store) ([]Name, error) {
 	}
 	return names, nil
 }
+
+// newIncarnation makes a topic incarnation: a random (version 4) UUID.
+func newIncarnation() string { return uuid.NewString() }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stratamesh/strata/bookie/ledger"
 	"github.com/stratamesh/strata/internal/meta"
+	"github.com/stratamesh/strata/replicator"
 )
 
 // ledgerPassword protects the ML's ledgers (fencing needs it). The same
@@ -121,6 +122,17 @@ type item struct {
 	// entryFirst: it is the first message of its entry (set when sent).
 	entryFirst bool
 	confirmed  bool // its entry was confirmed at the ack quorum
+	// skip: not a message but a gap record accepted by SkipOrigin, applied
+	// to the confirmed marks when its turn comes (everything before it
+	// answered).
+	skip *skipItem
+}
+
+// skipItem is a gap record in the publish queue.
+type skipItem struct {
+	stream      replicator.Stream
+	first, last uint64
+	lost        uint64 // set when applied
 }
 
 type request struct {
@@ -172,6 +184,7 @@ func (m *ML) State() State {
 	s := State{
 		Msgs: c.msgs(), Bytes: uint64(max(c.live, 0)), FirstSeq: c.first,
 		LastSeq: c.conf.seq, LastTime: c.conf.time, NumSubjects: c.subjects.numConf,
+		Incarnation: c.incarnation, LastOriginSeq: c.conf.origin, OriginsLost: c.lost,
 	}
 	if s.Msgs > 0 {
 		s.FirstTime = c.firstTime

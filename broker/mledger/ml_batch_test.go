@@ -23,8 +23,8 @@ func batching(inflight, msgs int) func(*Config) {
 // publishes in flight — entries of several messages, several entries
 // appended and unconfirmed, more queued, rollovers under way — crashes
 // (Drop). The next owner finds every acknowledged message, and only
-// published ones, gap-free; the sequence goes on; the ledgers it
-// recovered record entries and messages apart.
+// published ones, gap-free, with local origin sequences gap-free too;
+// both go on; the ledgers it recovered record entries and messages apart.
 func TestTakeoverWithBatchesInFlight(t *testing.T) {
 	e := newEnv(t)
 	e.create(testTopic, `{}`)
@@ -94,8 +94,16 @@ func TestTakeoverWithBatchesInFlight(t *testing.T) {
 			t.Fatalf("seq %d after takeover: %+v, %v", s, m, err)
 		}
 	}
+	// Local origin sequences too: gap-free up to the last recovered
+	// message, and on from there.
+	if sc := scanOrigins(t, ml2, 1); len(sc.local) != int(st.LastSeq) {
+		t.Fatalf("%d local origins in %d messages", len(sc.local), st.LastSeq)
+	}
 	if next := mustPublish(t, ml2, "b.0", "after", PublishOptions{}); next != st.LastSeq+1 {
 		t.Fatalf("next seq %d after %d", next, st.LastSeq)
+	}
+	if m, _ := ml2.Read(testCtx(t), st.LastSeq+1); m.Origin.Seq != st.LastSeq+1 || ml2.LastOriginSeq() != st.LastSeq+1 {
+		t.Fatalf("local origin after takeover %+v", m.Origin)
 	}
 	last := st.LastSeq
 	if r, err := publish(t, ml2, "b.1", "again", PublishOptions{MsgID: fmt.Sprintf("id-%d", last-1)}); err != nil || !r.Duplicate || r.Seq != last {

@@ -104,6 +104,9 @@ func TestPublishRolloverReopen(t *testing.T) {
 		t.Fatalf("first publish after reopen: seq %d", seq)
 	}
 	checkAll(ml2, 1001)
+	if sc := scanOrigins(t, ml2, 1); len(sc.local) != 1001 {
+		t.Fatalf("%d local origins", len(sc.local))
+	}
 	if seq, n := ml2.LastForSubject("acme.prod.orders.6"); seq != 1001 || n != 143 {
 		t.Fatalf("LastForSubject after reopen = %d, %d", seq, n)
 	}
@@ -193,9 +196,13 @@ func TestTakeoverAfterCrash(t *testing.T) {
 			t.Fatalf("subject %s: %d, %d; want %d, %d", subj, gs, gn, last[subj], n)
 		}
 	}
+	scanOrigins(t, ml2, 1)
 	next := mustPublish(t, ml2, "s.0", "after", PublishOptions{})
 	if next != st.LastSeq+1 {
 		t.Fatalf("next seq %d after %d", next, st.LastSeq)
+	}
+	if m, _ := ml2.Read(testCtx(t), next); m.Origin.Seq != next {
+		t.Fatalf("local origin after takeover %+v", m.Origin)
 	}
 	// A msg id acknowledged before the crash is still a duplicate.
 	r, err := publish(t, ml2, "s.1", "again", PublishOptions{MsgID: "id-7"})

@@ -3,6 +3,8 @@ package mledger
 import (
 	"fmt"
 	"strings"
+
+	"github.com/stratamesh/strata/replicator"
 )
 
 // TopicsPrefix holds one key per topic, relative to the region's Store
@@ -15,6 +17,11 @@ type Name struct{ Tenant, Namespace, Topic string }
 
 // String is "tenant/namespace/topic".
 func (n Name) String() string { return n.Tenant + "/" + n.Namespace + "/" + n.Topic }
+
+// TopicID is the topic's mesh-wide name, as the replicator names it.
+func (n Name) TopicID() replicator.TopicID {
+	return replicator.TopicID{Tenant: n.Tenant, Namespace: n.Namespace, Topic: n.Topic}
+}
 
 // Key is the topic's metadata key, "topics/tenant/namespace/topic".
 func (n Name) Key() string { return TopicsPrefix + n.String() }

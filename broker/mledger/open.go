@@ -17,7 +17,10 @@ import (
 //     deleted.
 //  3. Rebuild the state from the snapshot plus the entries after it,
 //     read back from the ledgers (ErrCorrupt if they do not match the
-//     list).
+//     list): sequences, subject index, dedup window, the last local
+//     origin sequence and the origin streams' high-water marks (the
+//     replayed messages carry their origins). A topic without an
+//     incarnation (created before incarnations) gets one here.
 //  4. Create a new ledger (custom property CustomTopic) and write the
 //     list and a fresh snapshot, conditioned on cfg.Cond (and on the key's
 //     revision as loaded): a failed condition is ErrNotOwner.
@@ -39,7 +42,10 @@ func Open(ctx context.Context, cfg Config, name Name) (*ML, error) {
 	if err := recoverOpen(ctx, cfg.Ledgers, &tm); err != nil {
 		return nil, fmt.Errorf("mledger: open %s: %w", name, err)
 	}
-	c, from, err := restoreCore(&tm, cfg.Limits, cfg.MaxEntrySize-batchHeaderSize)
+	if tm.Incarnation == "" { // written with the list below
+		tm.Incarnation = newIncarnation()
+	}
+	c, from, err := restoreCore(&tm, cfg.Limits, cfg.MaxEntrySize-batchHeaderSize, name.TopicID(), cfg.Region)
 	if err != nil {
 		return nil, fmt.Errorf("mledger: open %s: %w", name, err)
 	}
@@ -208,7 +214,10 @@ func (m *ML) replay(ctx context.Context, from uint64) error {
 			}
 			for i := range msgs {
 				msg := &msgs[i]
-				m.core.replay(l.ID, msg, msgIDOf(msg.Header))
+				if !m.core.replay(l.ID, msg, msgIDOf(msg.Header)) {
+					m.log.Warn("replayed message's origin does not follow", "seq", msg.Seq,
+						"origin_region", msg.Origin.Region, "incarnation", msg.Origin.Incarnation, "origin_seq", msg.Origin.Seq)
+				}
 				if msg.Seq == l.FirstSeq {
 					l.FirstTime = msg.Time
 				}

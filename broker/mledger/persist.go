@@ -15,7 +15,8 @@ import (
 // buildMeta is the topic's record as it stands (mu held).
 func (m *ML) buildMeta() TopicMeta {
 	return TopicMeta{
-		Spec: slices.Clone(m.spec), Created: m.created, FirstSeq: m.core.first,
+		Spec: slices.Clone(m.spec), Created: m.created, Incarnation: m.core.incarnation,
+		FirstSeq: m.core.first,
 		Ledgers:  m.core.ledgerInfos(),
 		Snapshot: m.core.snapshot(m.cfg.Now(), m.cfg.MaxSnapshotDedup),
 		Trash:    slices.Clone(m.trash),

@@ -17,7 +17,13 @@ import (
 // (the original's sequence with Duplicate set; nothing is stored), the
 // expected last sequence and last subject sequence (*WrongLastSeqError),
 // the expected last msg id (*WrongLastMsgIDError), and DiscardNew limits
-// (ErrStoreFull). A message that passes gets the next sequence and is
+// (ErrStoreFull). A replicated publish (o.Origin set) is checked for the
+// entry size, its origin (ErrBadOrigin), the receiver rule of its origin
+// stream (a duplicate, nothing stored; above the high-water mark + 1,
+// *OriginGapError) and DiscardNew limits; see PublishOptions.Origin. A
+// local publish is stored with this region's origin and the next local
+// origin sequence (Config.Region; none when it is ""), a replicated one
+// with its own. A message that passes gets the next sequence and is
 // queued for the open ledger, which receives it in the next entry the
 // batching policy lets go (see batcher: at once when fewer than
 // Config.MaxInflightEntries entries are in flight). Publish blocks only
@@ -49,14 +55,21 @@ func (m *ML) Publish(subject string, hdr, data []byte, o PublishOptions, done fu
 		m.switchLocked(now, false) // the loop finishes the rollover
 	}
 	c := m.core
-	msg := Message{Seq: c.head.seq + 1, Subject: subject, Header: hdr, Data: data, Time: now.UTC()}
-	if msg.Time.Before(c.head.time) {
-		msg.Time = c.head.time
+	t := c.publishTime(now)
+	msg := Message{Seq: c.head.seq + 1, Subject: subject, Header: hdr, Data: data, Time: t}
+	msgID := o.MsgID
+	if o.Origin != nil {
+		msg.Origin = *o.Origin
+		msg.Origin.Time = msg.Origin.Time.UTC()
+		o.Origin = &msg.Origin
+		msgID = msgIDOf(hdr) // the last message's id, not remembered for dedup
+	} else {
+		msg.Origin = c.localOrigin(t)
 	}
 	size := EncodedSize(&msg)
-	dup, err := c.check(subject, len(hdr), len(data), size, &o, now)
-	if err != nil || dup > 0 {
-		m.enqueue(&item{done: done, seq: dup, dup: dup > 0, err: err})
+	dup, isDup, err := c.check(subject, len(hdr), len(data), size, &o, now)
+	if err != nil || isDup {
+		m.enqueue(&item{done: done, seq: dup, dup: isDup, err: err})
 		m.mu.Unlock()
 		m.wakeCompleter()
 		if roll {
@@ -64,11 +77,11 @@ func (m *ML) Publish(subject string, hdr, data []byte, o PublishOptions, done fu
 		}
 		return
 	}
-	seq, t := c.assign(subject, o.MsgID, int64(size), now)
-	msg.Seq, msg.Time = seq, t
+	seq, _ := c.assign(subject, msgID, int64(size), now, o.Origin)
+	msg.Seq = seq
 	rec := appendRecord(make([]byte, 0, size), &msg)
 	led := m.cur
-	it := &item{done: done, seq: seq, led: led, rec: rec, msg: storedMessage(rec, &msg), msgID: o.MsgID, size: int64(size)}
+	it := &item{done: done, seq: seq, led: led, rec: rec, msg: storedMessage(rec, &msg), msgID: msgID, size: int64(size)}
 	m.enqueue(it)
 	m.batch.push(it)
 	m.lingerLocked()
@@ -83,16 +96,16 @@ func (m *ML) Publish(subject string, hdr, data []byte, o PublishOptions, done fu
 }
 
 // storedMessage is m as stored: its header and data alias rec (m's
-// record); the subject is m's (strings are immutable).
+// record); the subject and origin are m's (strings are immutable).
 func storedMessage(rec []byte, m *Message) Message {
-	out := Message{Seq: m.Seq, Subject: m.Subject, Time: m.Time}
-	end := len(rec)
+	out := Message{Seq: m.Seq, Subject: m.Subject, Time: m.Time, Origin: m.Origin}
 	if n := len(m.Data); n > 0 {
-		out.Data = rec[end-n : end : end]
+		out.Data = rec[len(rec)-n : len(rec) : len(rec)]
 	}
-	end -= len(m.Data) + uvarintLen(uint64(len(m.Data)))
 	if n := len(m.Header); n > 0 {
-		out.Header = rec[end-n : end : end]
+		// flags, time, subject, header length
+		off := 1 + varintLen(m.Time.UnixNano()) + uvarintLen(uint64(len(m.Subject))) + len(m.Subject) + uvarintLen(uint64(n))
+		out.Header = rec[off : off+n : off+n]
 	}
 	return out
 }
@@ -287,8 +300,11 @@ func (m *ML) collect() (answers []answer, exit bool) {
 			a.err = it.err
 		case it.dup:
 			a.res = PubResult{Seq: it.seq, Duplicate: true}
+		case it.skip != nil:
+			it.skip.lost = m.core.confirmSkip(it.skip.stream, it.skip.first, it.skip.last)
+			m.dirty = true
 		case it.confirmed && it.led.recorded:
-			m.core.confirm(it.led.id, it.seq, it.msg.Subject, it.msgID, it.msg.Time, it.size, it.entryFirst)
+			m.core.confirm(it.led.id, &it.msg, it.msgID, it.size, it.entryFirst)
 			m.cache.push(it.msg, it.size)
 			a.res = PubResult{Seq: it.seq}
 			advanced = true
