@@ -53,7 +53,9 @@
 //
 // Where it answers differently from the reference nats-server on purpose
 // (the differential suite, diff_cases_test.go, declares each): STREAM.PURGE
-// removes every message only (filter, seq or keep: 10052); push consumers
+// removes every message only (filter, seq or keep: 10052); a publish with
+// a Strata-* header (reserved for replicated copies' origin) is refused
+// with 10003 naming the header; push consumers
 // (deliver_subject) are refused; stream "bytes" count Strata's ledger
 // entries; api.level is Strata's own (jsapi.APILevel); and what
 // broker/consumer does not support (e.g. priority policies overflow and

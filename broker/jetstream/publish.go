@@ -16,10 +16,21 @@ import (
 // ledger add completed at the ack quorum, or with the error. When the
 // topic was lost meanwhile (fenced), nothing is answered: the client
 // times out and retries, and Nats-Msg-Id dedup makes the retry safe.
+// reservedHeaderPrefix starts the headers only Strata sets.
+const reservedHeaderPrefix = "Strata-"
+
 func (t *topic) publish(m message) {
 	st := t.stream()
 	var o mledger.PublishOptions
 	if len(m.hdr) > 0 {
+		// Strata-* headers are the mesh's own (ARCHITECTURE §4: a
+		// replicated copy's Strata-Origin* headers); a client may not set
+		// them, or a message could pass for another region's.
+		if k, ok := natsproto.HeaderKeyWithPrefix(m.hdr, reservedHeaderPrefix); ok {
+			t.s.respond(m.reply, pubAckError(st.stream, withDesc(jsapi.ErrBadRequest(),
+				"header "+k+" is reserved: Strata-* headers are set by Strata on replicated copies, never by clients")))
+			return
+		}
 		if v, ok := natsproto.HeaderGet(m.hdr, jsapi.HdrExpectedStream); ok && string(v) != st.stream {
 			t.s.respond(m.reply, pubAckError(st.stream, jsapi.ErrStreamNotMatch()))
 			return

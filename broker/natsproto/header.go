@@ -43,6 +43,34 @@ func HeaderGet(hdr []byte, key string) (value []byte, ok bool) {
 	return nil, false
 }
 
+// HeaderKeyWithPrefix returns the first header key in hdr that starts
+// with prefix, compared without regard to ASCII case (e.g. "Strata-"), or
+// ok false when none does. The first line is skipped, as in HeaderGet.
+func HeaderKeyWithPrefix(hdr []byte, prefix string) (key string, ok bool) {
+	i := bytes.IndexByte(hdr, '\n')
+	if i < 0 {
+		return "", false
+	}
+	rest := hdr[i+1:]
+	for len(rest) > 0 {
+		line := rest
+		if j := bytes.IndexByte(rest, '\n'); j >= 0 {
+			line, rest = rest[:j], rest[j+1:]
+		} else {
+			rest = nil
+		}
+		line = bytes.TrimSuffix(line, []byte{'\r'})
+		if len(line) == 0 {
+			break
+		}
+		k, _, found := bytes.Cut(line, []byte{':'})
+		if found && len(k) >= len(prefix) && bytes.EqualFold(k[:len(prefix)], []byte(prefix)) {
+			return string(k), true
+		}
+	}
+	return "", false
+}
+
 // AppendStatusHeader appends a header block (NATS protocol: headers and
 // status messages): "NATS/1.0", then " <status>" when status is not 0
 // and, after a status, " <description>" when description is not empty,

@@ -72,3 +72,23 @@ func TestHeaderGet(t *testing.T) {
 		t.Errorf("HeaderGet: %v allocs", n)
 	}
 }
+
+func TestHeaderKeyWithPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		hdr, want string
+		ok        bool
+	}{
+		{"NATS/1.0\r\nNats-Msg-Id: 1\r\nStrata-Origin: us\r\n\r\n", "Strata-Origin", true},
+		{"NATS/1.0\r\nstrata-origin-seq: 4\r\n\r\n", "strata-origin-seq", true},
+		{"NATS/1.0\r\nX: Strata-Origin: no\r\n\r\n", "", false},
+		{"NATS/1.0\r\nStrat: short\r\n\r\n", "", false},
+		{"NATS/1.0\r\n\r\nStrata-After: the block ended\r\n", "", false},
+		{"NATS/1.0", "", false},
+		{"", "", false},
+	} {
+		got, ok := HeaderKeyWithPrefix([]byte(tc.hdr), "Strata-")
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("HeaderKeyWithPrefix(%q) = %q, %v; want %q, %v", tc.hdr, got, ok, tc.want, tc.ok)
+		}
+	}
+}
