@@ -208,6 +208,14 @@ func (s *Service) placeOnce() {
 	for id, u := range unloads {
 		if ob := s.ownedBundle(id); ob != nil && u.From == me {
 			s.goRun(func() { s.release(ob, "admin unload") })
+		} else if ob != nil && u.From != me {
+			// This broker owns it and the unload named another owner: it
+			// moved meanwhile (the unload is answered, or moot).
+			s.goRun(func() {
+				ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+				defer cancel()
+				_ = s.cfg.Store.Delete(ctx, unloadKey(id))
+			})
 		}
 	}
 	if !shedding {
