@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/stratamesh/strata/broker/bundle"
@@ -109,6 +110,9 @@ func (n *Node) unload(w http.ResponseWriter, r *http.Request) {
 		adminhttp.WriteError(w, http.StatusBadRequest, "invalid_body", "unload body: "+err.Error()+` (want {"to": "<broker>"} or nothing)`, "to")
 		return
 	}
+	if req.To != "" && !strings.Contains(req.To, ".") {
+		req.To = SerfName(n.cfg.Region, req.To) // a node id of this region ("b2")
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	from, err := n.js.Unload(ctx, id, req.To)
@@ -117,7 +121,7 @@ func (n *Node) unload(w http.ResponseWriter, r *http.Request) {
 		adminhttp.WriteError(w, http.StatusNotFound, "bundle_not_found", "region "+n.cfg.Region+" has no bundle "+id.String(), "range")
 		return
 	case errors.Is(err, jetstream.ErrNotLive):
-		adminhttp.WriteError(w, http.StatusBadRequest, "broker_not_live", "cannot move "+id.String()+" to "+req.To+": not a live broker of region "+n.cfg.Region, "to")
+		adminhttp.WriteError(w, http.StatusBadRequest, "broker_not_live", "cannot move "+id.String()+" to "+req.To+": no live broker of region "+n.cfg.Region+" has that name (give a broker id such as b1, or its full name "+SerfName(n.cfg.Region, "b1")+")", "to")
 		return
 	case errors.Is(err, jetstream.ErrNoOwner):
 		adminhttp.WriteError(w, http.StatusServiceUnavailable, "no_owner", id.String()+" has no owner yet: it is being placed", "")

@@ -17,6 +17,10 @@ type View struct {
 	// Unloads are admin unloads in progress: the bundle must not go back
 	// to From, and goes to To when To is live.
 	Unloads map[ID]Unload
+	// Settling are bundles that moved lately: Shed does not pick them, so
+	// that a bundle just placed (by an unload, a takeover or shedding) is
+	// not moved again at once.
+	Settling map[ID]bool
 	// Threshold is the imbalance a broker tolerates before it sheds: it
 	// sheds while it owns at least Threshold+1 more bundles than the least
 	// loaded live broker. < 1 is taken as 1.
@@ -72,9 +76,9 @@ func (v View) Acquirer(id ID) string {
 
 // Shed returns a bundle that broker self should hand over now, if it
 // owns at least Threshold+1 more bundles than the least loaded live
-// broker: of its bundles, the one with the lowest rendezvous score for
-// self (the one it is least suited to keep). ok is false when self is
-// balanced or not live.
+// broker: of its bundles not Settling, the one with the lowest
+// rendezvous score for self (the one it is least suited to keep). ok is
+// false when self is balanced, not live, or owns only settling bundles.
 func (v View) Shed(self string) (id ID, ok bool) {
 	load := v.Load()
 	mine, live := load[self]
@@ -90,7 +94,7 @@ func (v View) Shed(self string) (id ID, ok bool) {
 	}
 	var bestScore uint64
 	for b, o := range v.Owners {
-		if o != self {
+		if o != self || v.Settling[b] {
 			continue
 		}
 		if s := score(b, self); !ok || s < bestScore || (s == bestScore && b.String() < id.String()) {

@@ -137,3 +137,23 @@ func TestAcquirerIsTheSameEverywhere(t *testing.T) {
 		t.Fatalf("no brokers: acquirer %q", got)
 	}
 }
+
+// TestShedSkipsSettling: an overloaded broker does not hand over a bundle
+// that is settling (just placed by an unload), and sheds another instead;
+// with only settling bundles it sheds nothing.
+func TestShedSkipsSettling(t *testing.T) {
+	bs := Namespace("t", "ns", 4)
+	v := View{Brokers: []string{"a", "b"}, Owners: map[ID]string{bs[0]: "a", bs[1]: "a", bs[2]: "a", bs[3]: "a"}}
+	first, ok := v.Shed("a")
+	if !ok {
+		t.Fatal("a owns 4 of 4 with b idle and sheds nothing")
+	}
+	v.Settling = map[ID]bool{first: true}
+	if next, ok := v.Shed("a"); !ok || next == first {
+		t.Fatalf("with %v settling, a sheds %v (%v)", first, next, ok)
+	}
+	v.Settling = map[ID]bool{bs[0]: true, bs[1]: true, bs[2]: true, bs[3]: true}
+	if id, ok := v.Shed("a"); ok {
+		t.Fatalf("every bundle settling, a sheds %v", id)
+	}
+}

@@ -12,6 +12,12 @@ import (
 	"github.com/stratamesh/strata/internal/meta"
 )
 
+// settleTime: a bundle this broker acquired for an admin unload less
+// than this long ago is not shed (bundle.View.Settling), so that load
+// shedding does not send the unloaded bundle straight back (it may move
+// another one to even the counts).
+const settleTime = 30 * time.Second
+
 // ownedBundle is a bundle this broker owns: its owner key's condition,
 // and the topics of it that it serves.
 type ownedBundle struct {
@@ -152,6 +158,7 @@ func (s *Service) placeOnce() {
 	v, unowned := s.place.view(bundles, now)
 	v.Threshold = s.cfg.LoadThreshold
 	me := s.cfg.Name
+	v.Settling = map[bundle.ID]bool{}
 
 	s.place.mu.RLock()
 	seenRev := s.place.rev
@@ -177,6 +184,13 @@ func (s *Service) placeOnce() {
 	}
 	draining := s.closing || s.draining
 	shedding := s.shedding
+	for id, at := range s.settling {
+		if now.Sub(at) < settleTime {
+			v.Settling[id] = true
+		} else {
+			delete(s.settling, id)
+		}
+	}
 	s.mu.Unlock()
 
 	// Ownership that ended: the lease is gone, or the owner key (once the
@@ -327,6 +341,14 @@ func (s *Service) acquire(id bundle.ID, lease *meta.Lease) {
 				s.cfg.Logger.Warn("acquiring a bundle failed", "bundle", id.String(), "err", err)
 			}
 			return
+		}
+		s.place.mu.RLock()
+		_, unloaded := s.place.unloads[id]
+		s.place.mu.RUnlock()
+		if unloaded {
+			s.mu.Lock()
+			s.settling[id] = s.cfg.Now()
+			s.mu.Unlock()
 		}
 		_ = s.cfg.Store.Delete(ctx, unloadKey(id)) // an unload it answers is done
 		bctx, stop := context.WithCancel(s.ctx)

@@ -40,8 +40,9 @@ type Service struct {
 	parked    map[mledger.Name]*parking
 	fwdPulls  map[string]forwardedPull // by reply subject
 	closing   bool
-	draining  bool // handing bundles over before stopping
-	shedding  bool // a load-shedding handover is in progress
+	draining  bool                    // handing bundles over before stopping
+	shedding  bool                    // a load-shedding handover is in progress
+	settling  map[bundle.ID]time.Time // bundles acquired for an admin unload, and when
 
 	apiSem              chan struct{}
 	apiTotal, apiErrors atomic.Uint64
@@ -64,6 +65,7 @@ func New(cfg Config) (*Service, error) {
 		owned:     map[bundle.ID]*ownedBundle{},
 		acquiring: map[bundle.ID]bool{},
 		voided:    map[meta.LeaseID]bool{},
+		settling:  map[bundle.ID]time.Time{},
 		parked:    map[mledger.Name]*parking{},
 		fwdPulls:  map[string]forwardedPull{},
 		apiSem:    make(chan struct{}, DefaultAPIConcurrency),

@@ -135,7 +135,9 @@ func newAdminBundles(flags *adminFlags) *cobra.Command {
 			op := a.Operation
 			switch op.State {
 			case "done":
-				if r, ok := op.Result.(map[string]any); ok {
+				if r, ok := op.Result.(map[string]any); ok && r["from"] == r["to"] {
+					fmt.Fprintf(cmd.OutOrStdout(), "bundle %s is already owned by %v (region %s)\n", id, r["to"], a.Region)
+				} else if ok {
 					fmt.Fprintf(cmd.OutOrStdout(), "bundle %s moved from %v to %v (region %s)\n", id, r["from"], r["to"], a.Region)
 				} else {
 					fmt.Fprintf(cmd.OutOrStdout(), "bundle %s moved (region %s)\n", id, a.Region)
@@ -148,7 +150,7 @@ func newAdminBundles(flags *adminFlags) *cobra.Command {
 			return nil
 		},
 	}
-	unload.Flags().StringVar(&to, "to", "", "broker to move the bundle to (default: the least loaded other broker)")
+	unload.Flags().StringVar(&to, "to", "", "broker to move the bundle to, by id (b2) or full name (us-east.b2); default: the least loaded other broker")
 	unload.Flags().BoolVar(&noWait, "no-wait", false, "return once the unload is requested, without waiting for the move")
 	cmd.AddCommand(unload)
 	return cmd
