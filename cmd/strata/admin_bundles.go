@@ -27,16 +27,9 @@ func newAdminBundles(flags *adminFlags) *cobra.Command {
 		Short: "List each region's bundles with their owner and number of topics",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			path := "/admin/v1/bundles"
-			if len(args) == 1 {
-				t, ns, _ := strings.Cut(args[0], "/")
-				if !validName(t) || (ns != "" && !validName(ns)) {
-					return fmt.Errorf("%q is not tenant or tenant/namespace", args[0])
-				}
-				path += "/" + t
-				if ns != "" {
-					path += "/" + ns
-				}
+			path, err := scopedPath("/admin/v1/bundles", args)
+			if err != nil {
+				return err
 			}
 			type answer struct {
 				Region  string                 `json:"region"`

@@ -21,16 +21,9 @@ func newAdminTopics(flags *adminFlags) *cobra.Command {
 		Short: "List each region's topics with their stream name, subjects and owner",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			path := "/admin/v1/topics"
-			if len(args) == 1 {
-				t, ns, _ := strings.Cut(args[0], "/")
-				if !validName(t) || (ns != "" && !validName(ns)) {
-					return fmt.Errorf("%q is not tenant or tenant/namespace", args[0])
-				}
-				path += "/" + t
-				if ns != "" {
-					path += "/" + ns
-				}
+			path, err := scopedPath("/admin/v1/topics", args)
+			if err != nil {
+				return err
 			}
 			type answer struct {
 				Region string                   `json:"region"`
@@ -133,6 +126,22 @@ func topicCommand(cmd *cobra.Command, flags *adminFlags, arg, suffix string, sho
 		}
 	}
 	return tw.Flush()
+}
+
+// scopedPath is base, narrowed by an optional "tenant[/namespace]"
+// argument to base/tenant[/namespace] (the list commands' scope).
+func scopedPath(base string, args []string) (string, error) {
+	if len(args) == 0 {
+		return base, nil
+	}
+	t, ns, hasNS := strings.Cut(args[0], "/")
+	if !validName(t) || (hasNS && !validName(ns)) {
+		return "", fmt.Errorf("%q is not tenant or tenant/namespace", args[0])
+	}
+	if ns != "" {
+		return base + "/" + t + "/" + ns, nil
+	}
+	return base + "/" + t, nil
 }
 
 // validName is Strata's name token: [A-Za-z0-9_-]+.
