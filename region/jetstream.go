@@ -30,6 +30,11 @@ func (n *Node) newJetStream() (*jetstream.Service, error) {
 		// its lease expires (ARCHITECTURE §3 "Ownership").
 		MemberDown: n.memberDown,
 		Instance:   n.run,
+		// Geo-replication (ARCHITECTURE §4): this region is the origin of
+		// what is published here, and replicator cursors find the other
+		// regions' brokers in the Serf WAN pool.
+		Region:        n.cfg.Region,
+		RemoteBrokers: n.remoteBrokers,
 	}
 	if l := n.region.Ledger; l != nil {
 		cfg.Ensemble, cfg.WriteQuorum, cfg.AckQuorum = l.Ensemble, l.WriteQuorum, l.AckQuorum
@@ -64,6 +69,7 @@ func tenantPolicies(m *topology.Mesh) map[string]map[string]jetstream.Namespace 
 				MaxBytes:         int64(ns.Retention.Size),
 				MaxMsgs:          ns.Retention.Messages,
 				Bundles:          ns.Bundles,
+				Replication:      ns.Replication,
 			}
 		}
 		out[t.Name] = nss
@@ -87,6 +93,22 @@ func (n *Node) memberDown(name, run string) bool {
 		}
 	}
 	return false
+}
+
+// remoteBrokers returns the NATS URLs of region's live brokers in the
+// Serf WAN pool (tags region and nats), for replicator cursors.
+func (n *Node) remoteBrokers(region string) []string {
+	pool := n.wanRef.Load()
+	if pool == nil {
+		return nil
+	}
+	var out []string
+	for _, m := range pool.Members() {
+		if m.State == gossip.StateAlive && m.Tags["region"] == region && m.Tags["mesh"] == n.cfg.Mesh.Name && m.Tags[TagNATS] != "" {
+			out = append(out, m.Tags[TagNATS])
+		}
+	}
+	return out
 }
 
 // newRunID returns a random run id (16 hex digits).

@@ -48,6 +48,7 @@ type Node struct {
 	broker   *broker.Server              // brokers only
 	js       *jetstream.Service          // brokers only: the JetStream layer
 	lanRef   atomic.Pointer[gossip.Pool] // n.lan, for the broker's peer source
+	wanRef   atomic.Pointer[gossip.Pool] // n.wan, for replicator cursors
 	bookie   *bookie.Bookie              // bookies only
 	ledgerCl ledgerClient                // opened on first use by the ledger admin routes
 	engine   *storage.Engine             // bookies only: the bookie\'s storage
@@ -138,6 +139,7 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	n.lanRef.Store(n.lan)
+	n.wanRef.Store(n.wan)
 	if n.spec.Role == topology.RoleBookie {
 		if err := n.startBookie(ctx); err != nil {
 			return err

@@ -108,6 +108,12 @@ func (b *Batch) String() string {
 	return fmt.Sprintf("#%d %s %s", b.ID, kind, seqRange(b.First, b.Last))
 }
 
+// ValidateBatch checks a batch as a receiver gets it (what Receiver.Receive
+// checks first): a fully named stream, First <= Last, messages exactly
+// First..Last of that stream (none for a gap record). Errors wrap
+// ErrInvalid.
+func ValidateBatch(b *Batch) error { return b.validate() }
+
 // validate checks a batch as a receiver gets it.
 func (b *Batch) validate() error {
 	if err := b.Stream.validate(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/stratamesh/strata/broker/jsapi"
 	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/internal/meta"
+	"github.com/stratamesh/strata/replicator"
 )
 
 // Defaults of Config.
@@ -39,6 +40,10 @@ type Namespace struct {
 	// Bundles is the number of hash bundles the namespace's topics are
 	// split into, each owned by one broker (default 4).
 	Bundles int
+	// Replication lists the regions the namespace's topics are mirrored
+	// across (ARCHITECTURE §4). When it names Config.Region, each topic's
+	// owner runs a replicator cursor to every other region listed.
+	Replication []string
 }
 
 // Config configures a Service.
@@ -104,6 +109,17 @@ type Config struct {
 	// and passed to MemberDown so that a failure of an earlier run is not
 	// taken for this one's. Optional.
 	Instance string
+	// Region is this broker's region (ARCHITECTURE §4): the origin of
+	// the messages published here. "" records no origins and replicates
+	// nothing (tests of a single region).
+	Region string
+	// RemoteBrokers returns the NATS URLs of the live brokers of region
+	// (the Serf WAN pool's members tagged with it): where replicator
+	// cursors send. Nil: nothing is replicated out.
+	RemoteBrokers func(region string) []string
+	// Replicator tunes replicator cursors (send window, batching,
+	// backoff, stall time); zero fields take replicator's defaults.
+	Replicator replicator.Config
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger

@@ -10,6 +10,7 @@ import (
 	"github.com/stratamesh/strata/broker/jsapi"
 	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/broker/natsproto"
+	"github.com/stratamesh/strata/replicator/wire"
 )
 
 // dispatch sends a client message to the handler of its kind: an ack, an
@@ -20,6 +21,8 @@ func (s *Service) dispatch(m message) {
 		s.dispatchAck(m)
 	case strings.HasPrefix(m.subject, "$JS."):
 		s.dispatchAPI(m)
+	case strings.HasPrefix(m.subject, wire.SubjectPrefix):
+		s.dispatchRepl(m)
 	default:
 		if m.stream == nil {
 			return

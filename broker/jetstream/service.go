@@ -14,6 +14,8 @@ import (
 	"github.com/stratamesh/strata/broker/bundle"
 	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/internal/meta"
+	"github.com/stratamesh/strata/replicator/link"
+	"github.com/stratamesh/strata/replicator/wire"
 )
 
 // Service is one broker's JetStream layer. Create it with New, hand it to
@@ -44,6 +46,9 @@ type Service struct {
 	shedding  bool                    // a load-shedding handover is in progress
 	settling  map[bundle.ID]time.Time // bundles acquired for an admin unload, and when
 
+	linksMu sync.Mutex
+	links   map[string]*link.Link // replication links by remote region
+
 	apiSem              chan struct{}
 	apiTotal, apiErrors atomic.Uint64
 	unsubs              []func()
@@ -68,6 +73,7 @@ func New(cfg Config) (*Service, error) {
 		settling:  map[bundle.ID]time.Time{},
 		parked:    map[mledger.Name]*parking{},
 		fwdPulls:  map[string]forwardedPull{},
+		links:     map[string]*link.Link{},
 		apiSem:    make(chan struct{}, DefaultAPIConcurrency),
 		leaseOK:   make(chan struct{}),
 	}, nil
@@ -138,6 +144,7 @@ func (s *Service) Close(ctx context.Context) error {
 		}
 	}
 	s.cancel()
+	s.closeLinks()
 	s.leaseMu.Lock()
 	lease := s.lease
 	s.leaseMu.Unlock()
@@ -173,6 +180,11 @@ func (s *Service) ClientPublish(ci broker.ClientInfo, subject, reply, hdr, paylo
 		return broker.HookRoute
 	}
 	if subject[0] == '$' {
+		if bytes.HasPrefix(subject, []byte(wire.SubjectPrefix)) {
+			s.dispatch(message{origin: s.cfg.Name, subject: string(subject), reply: string(reply),
+				hdr: bytes.Clone(hdr), data: bytes.Clone(payload)})
+			return broker.HookConsumed
+		}
 		if !bytes.HasPrefix(subject, []byte("$JS.")) {
 			return broker.HookRoute
 		}
@@ -229,7 +241,7 @@ func (s *Service) onForward(_, _, _, payload []byte) {
 		return
 	}
 	m := message{origin: e.Origin, hops: e.Hops, subject: e.Subject, reply: e.Reply, hdr: e.Header, data: e.Data}
-	if !strings.HasPrefix(m.subject, "$JS.") {
+	if !strings.HasPrefix(m.subject, "$JS.") && !strings.HasPrefix(m.subject, wire.SubjectPrefix) {
 		if m.stream = s.reg.captures([]byte(m.subject)); m.stream == nil {
 			// A topic created a moment ago, which this broker's registry
 			// has not seen yet: wait for it (parked, in order), as for a

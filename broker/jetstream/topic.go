@@ -33,6 +33,7 @@ type topic struct {
 	st        *stream // the stream as last configured
 	quoted    []byte  // the stream name as a JSON string, for PubAcks
 	consumers map[string]*runner
+	repl      []*replSender // replicator cursors (repl_send.go)
 	stopped   bool // lost or shut down (guarded by mu, with ml during opening)
 
 	stopOnce sync.Once
@@ -81,7 +82,7 @@ func (s *Service) openTopic(ctx context.Context, n mledger.Name, own *ownedBundl
 	ml, err := mledger.Open(ctx, mledger.Config{
 		Store: s.cfg.Store, Ledgers: s.cfg.Ledgers,
 		Ensemble: s.cfg.Ensemble, WriteQuorum: s.cfg.WriteQuorum, AckQuorum: s.cfg.AckQuorum,
-		Cond: own.Cond(), Limits: s.cfg.limits(&st.config), Now: s.cfg.Now,
+		Cond: own.Cond(), Limits: s.cfg.limits(&st.config), Now: s.cfg.Now, Region: s.cfg.Region,
 		OnLost: func(err error) { go t.lost(err) },
 		Logger: s.cfg.Logger, // the managed ledger names the topic itself
 	}, n)
@@ -103,7 +104,7 @@ func (s *Service) openTopic(ctx context.Context, n mledger.Name, own *ownedBundl
 		ml.Drop()
 		return fail(fmt.Errorf("load cursors of %s: %w", n, err))
 	}
-	src := &mlSource{ml: ml, ctx: s.ctx}
+	src := &mlSource{ml: ml, ctx: s.ctx, region: s.cfg.Region}
 	runners := map[string]*runner{}
 	for name, cs := range states {
 		cs := cs
@@ -133,6 +134,7 @@ func (s *Service) openTopic(ctx context.Context, n mledger.Name, own *ownedBundl
 		return fail(errors.New("jetstream: topic stopped while opening"))
 	}
 	t.ready.Store(true)
+	t.startReplication(ml)
 	s.goRun(t.retainLoop)
 	s.goRun(func() {
 		select {
@@ -214,8 +216,9 @@ func (t *topic) runner(name string) *runner {
 
 // mlSource is the managed ledger as a consumer core reads it.
 type mlSource struct {
-	ml  *mledger.ML
-	ctx context.Context
+	ml     *mledger.ML
+	ctx    context.Context
+	region string // this region: messages of other origins are replicated copies
 }
 
 func (m *mlSource) FirstSeq() uint64 { return m.ml.State().FirstSeq }
@@ -229,7 +232,11 @@ func (m *mlSource) Load(seq uint64) (consumer.Msg, error) {
 		}
 		return consumer.Msg{}, err
 	}
-	return consumer.Msg{Seq: msg.Seq, Subject: msg.Subject, Header: msg.Header, Data: msg.Data, Time: msg.Time}, nil
+	hdr := msg.Header
+	if msg.HasOrigin() && msg.Origin.Region != m.region {
+		hdr = originHeaders(hdr, &msg.Origin)
+	}
+	return consumer.Msg{Seq: msg.Seq, Subject: msg.Subject, Header: hdr, Data: msg.Data, Time: msg.Time}, nil
 }
 
 func (m *mlSource) SeqAtTime(t time.Time) (uint64, error) { return m.ml.SeqAtTime(m.ctx, t) }

@@ -1,0 +1,420 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/stratamesh/strata/broker/mledger"
+	"github.com/stratamesh/strata/internal/meta"
+	"github.com/stratamesh/strata/replicator"
+	"github.com/stratamesh/strata/replicator/link"
+	"github.com/stratamesh/strata/replicator/wire"
+)
+
+// Replicator cursors (ARCHITECTURE §4; issue 8): the owner of a topic
+// whose namespace replicates across this region runs one sender per
+// other region listed. A sender drives replicator.Sender (the window,
+// retries and position) over the topic's managed ledger (messages of
+// local origin, by origin sequence) and the Service's link to that
+// region. Its position, the durable cursor __repl.<remote>, is kept at
+// replPrefix under the owner's conditioned write.
+
+// replPrefix holds replicator cursor positions:
+// "repl/<t>/<ns>/<topic>/<remote>" → replicator.SenderState as JSON.
+const replPrefix = "repl/"
+
+func replDir(n mledger.Name) string { return replPrefix + n.String() + "/" }
+
+// ReplCursorName is the name of the replicator cursor towards remote.
+func ReplCursorName(remote string) string { return "__repl." + remote }
+
+// Driver timings of a sender.
+const (
+	replPersistEvery = 100 * time.Millisecond
+	replStatusEvery  = time.Second
+	replRestartWait  = time.Second
+	replBackoffMax   = 5 * time.Second
+	replAckTimeout   = 5 * time.Second
+)
+
+// replConfig is the replicator configuration of this broker's senders.
+func (s *Service) replConfig() replicator.Config {
+	c, d := s.cfg.Replicator, replicator.DefaultConfig()
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = d.MaxInFlight
+	}
+	if c.MaxBatchMsgs == 0 {
+		c.MaxBatchMsgs = d.MaxBatchMsgs
+	}
+	if c.MaxBatchBytes == 0 {
+		c.MaxBatchBytes = d.MaxBatchBytes
+	}
+	if c.AckTimeout == 0 {
+		c.AckTimeout = replAckTimeout
+	}
+	if c.BackoffInitial == 0 {
+		c.BackoffInitial = d.BackoffInitial
+	}
+	if c.BackoffMax == 0 {
+		c.BackoffMax = replBackoffMax
+	}
+	if c.StallAfter == 0 {
+		c.StallAfter = d.StallAfter
+	}
+	if c.Seed == 0 {
+		c.Seed = uint64(time.Now().UnixNano())
+	}
+	if c.BackoffJitter == 0 {
+		c.BackoffJitter = 0.2
+	}
+	return c
+}
+
+// remotesOf is the regions topic n replicates to from here: its
+// namespace's replication list without this region, or none when the
+// list does not name this region (or replication is off here).
+func (s *Service) remotesOf(n mledger.Name) []string {
+	if s.cfg.Region == "" || s.cfg.RemoteBrokers == nil {
+		return nil
+	}
+	ns, ok := s.cfg.Tenants[n.Tenant][n.Namespace]
+	if !ok || !slices.Contains(ns.Replication, s.cfg.Region) {
+		return nil
+	}
+	var out []string
+	for _, r := range ns.Replication {
+		if r != s.cfg.Region && !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// link returns the Service's link to region remote, made on first use.
+func (s *Service) link(remote string) (*link.Link, error) {
+	s.linksMu.Lock()
+	defer s.linksMu.Unlock()
+	if l := s.links[remote]; l != nil {
+		return l, nil
+	}
+	l, err := link.New(link.Config{
+		Remote: remote, Name: "strata-replicator " + s.cfg.Region + "/" + s.cfg.Name,
+		Brokers: func() []string { return s.cfg.RemoteBrokers(remote) },
+		Logger:  s.cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.links[remote] = l
+	return l, nil
+}
+
+// closeLinks closes every replication link (Close).
+func (s *Service) closeLinks() {
+	s.linksMu.Lock()
+	links := s.links
+	s.links = map[string]*link.Link{}
+	s.linksMu.Unlock()
+	for _, l := range links {
+		l.Close()
+	}
+}
+
+// LinkStatus reports every replication link of this broker.
+func (s *Service) LinkStatus() []link.Status {
+	s.linksMu.Lock()
+	defer s.linksMu.Unlock()
+	out := make([]link.Status, 0, len(s.links))
+	for _, l := range s.links {
+		out = append(out, l.Status())
+	}
+	slices.SortFunc(out, func(a, b link.Status) int {
+		if a.Remote < b.Remote {
+			return -1
+		}
+		if a.Remote > b.Remote {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// replSender is one replicator cursor of a topic this broker owns.
+type replSender struct {
+	t      *topic
+	ml     *mledger.ML
+	remote string
+
+	mu     sync.Mutex
+	status replicator.Status
+	err    string // the last error, for status
+}
+
+// startReplication starts the topic's replicator cursors (openTopic,
+// once the topic is ready).
+func (t *topic) startReplication(ml *mledger.ML) {
+	for _, remote := range t.s.remotesOf(t.name) {
+		r := &replSender{t: t, ml: ml, remote: remote}
+		t.mu.Lock()
+		t.repl = append(t.repl, r)
+		t.mu.Unlock()
+		t.s.goRun(r.run)
+	}
+}
+
+// replSenders returns the topic's replicator cursors.
+func (t *topic) replSenders() []*replSender {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.repl)
+}
+
+// run runs sender lives until the topic stops serving here.
+func (r *replSender) run() {
+	ctx, cancel := context.WithCancel(r.t.s.ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-r.t.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for ctx.Err() == nil {
+		err := r.life(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		r.setErr(err)
+		r.t.s.cfg.Logger.Warn("replicator cursor restarting", "topic", r.t.name.String(), "remote", r.remote, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(replRestartWait):
+		}
+	}
+}
+
+func (r *replSender) setErr(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil {
+		r.err = ""
+	} else {
+		r.err = err.Error()
+	}
+}
+
+// life is one sender: restored from the persisted position, it sends
+// until the topic stops or something fails that a new sender must fix.
+func (r *replSender) life(ctx context.Context) error {
+	s := r.t.s
+	l, err := s.link(r.remote)
+	if err != nil {
+		return err
+	}
+	st, err := r.load(ctx)
+	if err != nil {
+		return err
+	}
+	stream := r.ml.LocalStream()
+	if st.Incarnation != stream.Incarnation {
+		st = replicator.SenderState{} // a new incarnation starts from its first message
+	}
+	src := &replSource{ml: r.ml, ctx: ctx}
+	snd, err := replicator.NewSender(s.replConfig(), stream, r.remote, st, src, time.Now())
+	if errors.Is(err, replicator.ErrBadState) {
+		s.cfg.Logger.Warn("replicator cursor position does not fit the topic: resending from its first message",
+			"topic", r.t.name.String(), "remote", r.remote, "err", err)
+		snd, err = replicator.NewSender(s.replConfig(), stream, r.remote, replicator.SenderState{}, src, time.Now())
+	}
+	if err != nil {
+		return err
+	}
+	prefix, answers, unregister := l.Register()
+	defer unregister()
+	def, _ := json.Marshal(topicSpec{Stream: r.t.stream().stream, Config: r.t.stream().config})
+	subject := wire.Subject(stream.Topic)
+	persisted, lastPersist, lastStatus := snd.Position(), time.Time{}, time.Time{}
+	var buf []byte
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		notify := r.ml.Notify()
+		now := time.Now()
+		batches, err := snd.Send(now)
+		for i := range batches {
+			b := &batches[i]
+			buf = wire.AppendBatch(buf[:0], b, def)
+			if perr := l.Publish(subject, prefix+strconv.FormatUint(b.ID, 10), buf); perr != nil {
+				r.setErr(perr)
+				_ = snd.Answer(now, replicator.Answer{Batch: b.ID, Kind: replicator.Failed})
+				break
+			}
+		}
+		if err != nil {
+			r.setErr(err)
+		}
+		if pos := snd.Position(); pos != persisted && now.Sub(lastPersist) >= replPersistEvery {
+			if err := r.persist(ctx, snd.State()); err != nil {
+				return err
+			}
+			persisted, lastPersist = pos, now
+		}
+		if now.Sub(lastStatus) >= replStatusEvery {
+			r.setStatus(snd.Status(now))
+			lastStatus = now
+		}
+		wait := time.Until(snd.NextDeadline())
+		if snd.NextDeadline().IsZero() || wait > replStatusEvery {
+			wait = replStatusEvery
+		}
+		if pos := snd.Position(); pos != persisted {
+			wait = min(wait, replPersistEvery)
+		}
+		timer.Reset(max(wait, time.Millisecond))
+		select {
+		case <-ctx.Done():
+			if pos := snd.Position(); pos != persisted {
+				pctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				_ = r.persist(pctx, snd.State())
+				cancel()
+			}
+			r.setStatus(snd.Status(time.Now()))
+			return nil
+		case <-notify:
+		case p := <-answers:
+			r.answer(snd, p)
+			for drained := false; !drained; {
+				select {
+				case p := <-answers:
+					r.answer(snd, p)
+				default:
+					drained = true
+				}
+			}
+		case <-timer.C:
+			snd.Tick(time.Now())
+		}
+	}
+}
+
+// answer hands one reply to the sender.
+func (r *replSender) answer(snd *replicator.Sender, p []byte) {
+	a, err := wire.DecodeAnswer(p)
+	if err != nil {
+		r.setErr(err)
+		return
+	}
+	if a.Kind == replicator.Failed && a.Error != "" {
+		r.setErr(errors.New(r.remote + ": " + a.Error))
+	}
+	if err := snd.Answer(time.Now(), a.Answer); err != nil {
+		r.setErr(err)
+		r.t.s.cfg.Logger.Warn("replicator answer refused", "topic", r.t.name.String(), "remote", r.remote, "answer", a.String(), "err", err)
+	}
+}
+
+func (r *replSender) setStatus(st replicator.Status) {
+	r.mu.Lock()
+	r.status = st
+	r.mu.Unlock()
+}
+
+// load reads the cursor's persisted position (zero when none).
+func (r *replSender) load(ctx context.Context) (replicator.SenderState, error) {
+	var st replicator.SenderState
+	kv, err := r.t.s.cfg.Store.Get(ctx, replDir(r.t.name)+r.remote)
+	if errors.Is(err, meta.ErrNotFound) {
+		return st, nil
+	}
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal(kv.Value, &st); err != nil {
+		r.t.s.cfg.Logger.Warn("unreadable replicator cursor: starting over", "topic", r.t.name.String(), "remote", r.remote, "err", err)
+		return replicator.SenderState{}, nil
+	}
+	return st, nil
+}
+
+// persist writes the cursor's position under the topic's ownership.
+func (r *replSender) persist(ctx context.Context, st replicator.SenderState) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	_, err = r.t.s.cfg.Store.Txn(ctx, []meta.Cond{r.t.own.Cond()}, meta.OpPut(replDir(r.t.name)+r.remote, b))
+	return err
+}
+
+// replSource is the managed ledger as a replicator sender reads it: the
+// messages of local origin, by origin sequence.
+type replSource struct {
+	ml  *mledger.ML
+	ctx context.Context
+
+	topicFirst, originFirst uint64 // FirstSeq's cache: valid while the topic's first seq is topicFirst
+}
+
+// FirstSeq is the lowest local origin sequence still stored: that of the
+// first local message at or after the topic's first sequence (found
+// again only when the topic's first sequence moved).
+func (s *replSource) FirstSeq() uint64 {
+	first := s.ml.State().FirstSeq
+	if first == s.topicFirst && s.originFirst != 0 {
+		return s.originFirst
+	}
+	last := s.ml.LastOriginSeq()
+	msg, err := s.ml.NextLocal(s.ctx, first)
+	switch {
+	case err == nil:
+		s.topicFirst, s.originFirst = first, msg.Origin.Seq
+	case errors.Is(err, mledger.ErrNotFound):
+		return last + 1 // nothing local stored: do not cache, more may come
+	default:
+		return max(s.originFirst, 1) // a read failed: Load reports it
+	}
+	return s.originFirst
+}
+
+// LastSeq is the last confirmed local origin sequence.
+func (s *replSource) LastSeq() uint64 { return s.ml.LastOriginSeq() }
+
+// Load reads local origin sequence seq.
+func (s *replSource) Load(seq uint64) (replicator.Msg, error) {
+	m, err := s.ml.ReadLocal(s.ctx, seq)
+	if errors.Is(err, mledger.ErrGone) {
+		return replicator.Msg{}, errors.Join(replicator.ErrTrimmed, err)
+	}
+	if err != nil {
+		return replicator.Msg{}, err
+	}
+	return replicator.Msg{Origin: m.Origin, Subject: m.Subject, Header: m.Header, Data: m.Data}, nil
+}
+
+// Backlog estimates the bytes of local messages after origin sequence
+// after (their count times the topic's mean message size) and reads the
+// origin time of the first of them.
+func (s *replSource) Backlog(after uint64) (uint64, time.Time) {
+	last := s.ml.LastOriginSeq()
+	if after >= last {
+		return 0, time.Time{}
+	}
+	st := s.ml.State()
+	mean := uint64(1)
+	if st.Msgs > 0 {
+		mean = max(st.Bytes/st.Msgs, 1)
+	}
+	var oldest time.Time
+	if m, err := s.ml.ReadLocal(s.ctx, max(after+1, s.FirstSeq())); err == nil {
+		oldest = m.Origin.Time
+	}
+	return (last - after) * mean, oldest
+}
