@@ -34,7 +34,7 @@ type topic struct {
 	quoted    []byte  // the stream name as a JSON string, for PubAcks
 	consumers map[string]*runner
 	repl      []*replSender // replicator cursors (repl_send.go)
-	stopped   bool // lost or shut down (guarded by mu, with ml during opening)
+	stopped   bool          // lost or shut down (guarded by mu, with ml during opening)
 
 	stopOnce sync.Once
 	done     chan struct{}
