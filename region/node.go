@@ -186,6 +186,11 @@ func (n *Node) start(ctx context.Context) error {
 		if err := registerBrokerMetrics(n); err != nil {
 			return err
 		}
+		if n.js != nil {
+			if err := registerReplicationMetrics(n); err != nil {
+				return err
+			}
+		}
 	}
 	return registerMetrics(n)
 }
@@ -298,6 +303,7 @@ func (n *Node) startAdmin() error {
 	if n.js != nil {
 		n.topicRoutes(n.admin)
 		n.bundleRoutes(n.admin)
+		n.replicationRoutes(n.admin)
 	}
 	n.admin.AddReadyCheck("metadata", func(ctx context.Context) error {
 		_, err := n.store.Get(ctx, n.registrationKey())

@@ -42,7 +42,10 @@ type TopicStats struct {
 	NumSubjects   uint64               `json:"num_subjects"`
 	Ledgers       []mledger.LedgerInfo `json:"ledgers"`
 	Subscriptions []SubscriptionStats  `json:"subscriptions"`
-	Config        jsapi.StreamConfig   `json:"config"`
+	// Replication is the topic's replicator cursors and the origin
+	// streams replicated into it (nil when the owner did not answer).
+	Replication *TopicReplication  `json:"replication,omitempty"`
+	Config      jsapi.StreamConfig `json:"config"`
 }
 
 // SubscriptionStats is one durable cursor of a topic: its mark-delete
@@ -119,6 +122,10 @@ func (s *Service) TopicStats(ctx context.Context, name mledger.Name) (*TopicStat
 			NumAckPending: ci.NumAckPending, NumRedelivered: ci.NumRedelivered, NumWaiting: ci.NumWaiting,
 			Backlog: ci.NumPending, AckPolicy: string(ci.Config.AckPolicy), Created: ci.Created,
 		})
+	}
+	var repl TopicReplication
+	if err := s.request(ctx, replAdminPrefix+name.Tenant+"."+name.Namespace+"."+name.Topic, nil, &repl); err == nil {
+		out.Replication = &repl
 	}
 	if tm, _, err := mledger.Load(ctx, s.cfg.Store, name); err == nil {
 		out.Ledgers = tm.Ledgers

@@ -23,6 +23,8 @@ func (s *Service) dispatch(m message) {
 		s.dispatchAPI(m)
 	case strings.HasPrefix(m.subject, wire.SubjectPrefix):
 		s.dispatchRepl(m)
+	case strings.HasPrefix(m.subject, replAdminPrefix):
+		s.dispatchReplAdmin(m)
 	default:
 		if m.stream == nil {
 			return

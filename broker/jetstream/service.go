@@ -241,7 +241,7 @@ func (s *Service) onForward(_, _, _, payload []byte) {
 		return
 	}
 	m := message{origin: e.Origin, hops: e.Hops, subject: e.Subject, reply: e.Reply, hdr: e.Header, data: e.Data}
-	if !strings.HasPrefix(m.subject, "$JS.") && !strings.HasPrefix(m.subject, wire.SubjectPrefix) {
+	if !strings.HasPrefix(m.subject, "$") {
 		if m.stream = s.reg.captures([]byte(m.subject)); m.stream == nil {
 			// A topic created a moment ago, which this broker's registry
 			// has not seen yet: wait for it (parked, in order), as for a

@@ -86,6 +86,22 @@ type BookieState struct {
 type BrokerState struct {
 	Bundles []string `json:"bundles"`
 	Topics  int      `json:"topics"`
+	// Replication sums the replicator cursors of the broker's topics per
+	// remote region (from its GET /admin/v1/replication).
+	Replication []ReplicationState `json:"replication,omitempty"`
+}
+
+// ReplicationState is a broker's replication to one remote region: how
+// many topic cursors, their summed lag in messages, the oldest lag in
+// seconds, the worst cursor state (stalled > backing-off > replicating)
+// and whether its link to that region is up.
+type ReplicationState struct {
+	Remote     string  `json:"remote"`
+	Cursors    int     `json:"cursors"`
+	LagMsgs    uint64  `json:"lag_msgs"`
+	LagSeconds float64 `json:"lag_seconds"`
+	State      string  `json:"state"`
+	Connected  bool    `json:"connected"`
 }
 
 // Member is a pool member as reported by a node (status only).

@@ -265,7 +265,57 @@ func brokerState(ctx context.Context, client *http.Client, admin, name string) *
 			st.Topics += b.Topics
 		}
 	}
+	st.Replication = replicationState(ctx, client, admin)
 	return st
+}
+
+// replicationState sums a broker's GET /admin/v1/replication per remote
+// region; nil when it does not answer or replicates nothing.
+func replicationState(ctx context.Context, client *http.Client, admin string) []meshfile.ReplicationState {
+	type view struct {
+		Links []struct {
+			Remote    string
+			Connected bool
+		}
+		Cursors []struct {
+			Remote     string
+			State      string
+			LagMsgs    uint64  `json:"lag_msgs"`
+			LagSeconds float64 `json:"lag_seconds"`
+		}
+	}
+	v := fetchJSON[view](ctx, client, admin+"/admin/v1/replication")
+	if v == nil {
+		return nil
+	}
+	byRemote := map[string]*meshfile.ReplicationState{}
+	var order []string
+	get := func(r string) *meshfile.ReplicationState {
+		if byRemote[r] == nil {
+			byRemote[r] = &meshfile.ReplicationState{Remote: r, State: "replicating"}
+			order = append(order, r)
+		}
+		return byRemote[r]
+	}
+	for _, l := range v.Links {
+		get(l.Remote).Connected = l.Connected
+	}
+	rank := map[string]int{"replicating": 0, "backing-off": 1, "stalled": 2}
+	for _, c := range v.Cursors {
+		r := get(c.Remote)
+		r.Cursors++
+		r.LagMsgs += c.LagMsgs
+		r.LagSeconds = max(r.LagSeconds, c.LagSeconds)
+		if rank[c.State] > rank[r.State] {
+			r.State = c.State
+		}
+	}
+	sort.Strings(order)
+	out := make([]meshfile.ReplicationState, 0, len(order))
+	for _, r := range order {
+		out = append(out, *byRemote[r])
+	}
+	return out
 }
 
 // detail is the role-specific column: a bookie's instance, ledgers and
@@ -279,6 +329,9 @@ func detail(n meshfile.Node) string {
 		}
 		if br := n.Broker; br != nil {
 			s += fmt.Sprintf(", %d bundles (%d topics)", len(br.Bundles), br.Topics)
+			for _, r := range br.Replication {
+				s += ", " + replicationText(r)
+			}
 		}
 		return s
 	}
@@ -291,6 +344,24 @@ func detail(n meshfile.Node) string {
 		ro = " READ-ONLY"
 	}
 	return fmt.Sprintf("instance %s, %d ledgers, %s used, %s free%s", inst, b.Ledgers, BytesText(b.UsedBytes), BytesText(b.FreeBytes), ro)
+}
+
+// replicationText is one remote's replication in the detail column, e.g.
+// "→ eu-west: 3 topics, lag 0" or "→ ap-south: link down, 2 topics, lag
+// 120 msgs 4.2s (backing-off)".
+func replicationText(r meshfile.ReplicationState) string {
+	s := "→ " + r.Remote + ": "
+	if !r.Connected {
+		s += "link down, "
+	}
+	s += fmt.Sprintf("%d topics, lag %d", r.Cursors, r.LagMsgs)
+	if r.LagMsgs > 0 {
+		s += fmt.Sprintf(" msgs %.1fs", r.LagSeconds)
+	}
+	if r.State != "replicating" {
+		s += " (" + r.State + ")"
+	}
+	return s
 }
 
 // BytesText prints a byte count in binary units, e.g. "75.5 GiB".

@@ -1,0 +1,168 @@
+package jetstream
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/stratamesh/strata/broker/mledger"
+	"github.com/stratamesh/strata/replicator"
+)
+
+// ReplicationStats is one replicator cursor of a topic (a topic's
+// owner's view; ARCHITECTURE §4 "Lag"): its remote, health and lag.
+type ReplicationStats struct {
+	Topic  string `json:"topic"`  // tenant/namespace/topic
+	Remote string `json:"remote"` // the region replicated to
+	Cursor string `json:"cursor"` // __repl.<remote>
+	// State is replicating, backing-off or stalled (a backlog and no
+	// progress for the stall time; it keeps retrying).
+	State string `json:"state"`
+	// Position is the last local origin sequence the remote acknowledged
+	// as stored; LastOriginSeq the last one published here.
+	Position      uint64 `json:"position"`
+	LastOriginSeq uint64 `json:"last_origin_seq"`
+	// Lag: messages (LastOriginSeq - Position, read now), their stored
+	// bytes (an estimate) and the age of the oldest, in seconds.
+	LagMsgs    uint64  `json:"lag_msgs"`
+	LagBytes   uint64  `json:"lag_bytes"`
+	LagSeconds float64 `json:"lag_seconds"`
+	InFlight   uint64  `json:"in_flight"`
+	// LastSuccess is when the remote last acknowledged a batch.
+	LastSuccess time.Time `json:"last_success,omitzero"`
+	RetryAt     time.Time `json:"retry_at,omitzero"`
+	Failures    int       `json:"failures,omitempty"`
+	LastError   string    `json:"last_error,omitempty"`
+	// Counters over the cursor's current life.
+	Batches    uint64 `json:"batches"`
+	Sent       uint64 `json:"sent"`
+	Resent     uint64 `json:"resent,omitempty"`
+	GapRecords uint64 `json:"gap_records,omitempty"`
+	Timeouts   uint64 `json:"timeouts,omitempty"`
+}
+
+// OriginStats is one origin stream replicated into a topic: its
+// high-water mark here and the messages gap records skipped (lost:
+// trimmed at the origin before they were replicated).
+type OriginStats struct {
+	Region      string `json:"region"`
+	Incarnation string `json:"incarnation"`
+	HWM         uint64 `json:"hwm"`
+	Lost        uint64 `json:"lost,omitempty"`
+}
+
+// TopicReplication is a topic's replication as its owner reports it.
+type TopicReplication struct {
+	Incarnation   string             `json:"incarnation"`
+	LastOriginSeq uint64             `json:"last_origin_seq"`
+	Cursors       []ReplicationStats `json:"cursors"`
+	Origins       []OriginStats      `json:"origins"`
+	OriginsLost   uint64             `json:"origins_lost"`
+}
+
+// stats is the cursor's state now: the lag in messages from the
+// managed ledger's last origin sequence read now, the rest from the
+// sender's last status (at most a second old).
+func (r *replSender) stats(now time.Time) ReplicationStats {
+	r.mu.Lock()
+	st, lastErr := r.status, r.err
+	r.mu.Unlock()
+	last := r.ml.LastOriginSeq()
+	out := ReplicationStats{
+		Topic: r.t.name.String(), Remote: r.remote, Cursor: ReplCursorName(r.remote),
+		State: st.Health.String(), Position: st.Position, LastOriginSeq: last,
+		InFlight: st.InFlight, LastSuccess: st.LastSuccess, Failures: st.Failures,
+		Batches: st.Stats.Batches, Sent: st.Stats.Sent, Resent: st.Stats.Resent,
+		GapRecords: st.Stats.GapRecords, Timeouts: st.Stats.Timeouts,
+	}
+	if st.Health == 0 {
+		out.State = replicator.Replicating.String() // not reported yet
+	}
+	if now.Before(st.RetryAt) {
+		out.RetryAt = st.RetryAt
+	}
+	if st.LastError != nil {
+		out.LastError = st.LastError.Error()
+	} else if st.Failures > 0 {
+		out.LastError = lastErr
+	}
+	if last > st.Position {
+		out.LagMsgs = last - st.Position
+		out.LagBytes = st.Lag.Bytes
+		age := st.Lag.Age
+		if age == 0 && !st.LastSuccess.IsZero() {
+			age = now.Sub(st.LastSuccess)
+		}
+		out.LagSeconds = age.Seconds()
+	}
+	return out
+}
+
+// replication is the topic's replication state (its owner's).
+func (t *topic) replication() TopicReplication {
+	now := time.Now()
+	out := TopicReplication{Incarnation: t.ml.Incarnation(), LastOriginSeq: t.ml.LastOriginSeq(), Cursors: []ReplicationStats{}, Origins: []OriginStats{}}
+	for _, r := range t.replSenders() {
+		out.Cursors = append(out.Cursors, r.stats(now))
+	}
+	for _, o := range t.ml.Origins() {
+		out.Origins = append(out.Origins, OriginStats{Region: o.Region, Incarnation: o.Incarnation, HWM: o.HWM, Lost: o.Lost})
+		out.OriginsLost += o.Lost
+	}
+	return out
+}
+
+// Replication lists the replicator cursors of the topics this broker
+// owns, sorted by topic and remote.
+func (s *Service) Replication() []ReplicationStats {
+	s.mu.Lock()
+	topics := make([]*topic, 0, len(s.topics))
+	for _, t := range s.topics {
+		topics = append(topics, t)
+	}
+	s.mu.Unlock()
+	now := time.Now()
+	out := []ReplicationStats{}
+	for _, t := range topics {
+		if !t.isReady() {
+			continue
+		}
+		for _, r := range t.replSenders() {
+			out = append(out, r.stats(now))
+		}
+	}
+	sortReplication(out)
+	return out
+}
+
+func sortReplication(rs []ReplicationStats) {
+	for i := 1; i < len(rs); i++ { // insertion sort: short lists
+		for j := i; j > 0 && replLess(rs[j], rs[j-1]); j-- {
+			rs[j], rs[j-1] = rs[j-1], rs[j]
+		}
+	}
+}
+
+func replLess(a, b ReplicationStats) bool {
+	if a.Topic != b.Topic {
+		return a.Topic < b.Topic
+	}
+	return a.Remote < b.Remote
+}
+
+// replAdminPrefix is the internal request a broker sends a topic's owner
+// for its replication state: "$STRATA.ADMIN.REPL.<t>.<ns>.<topic>".
+const replAdminPrefix = "$STRATA.ADMIN.REPL."
+
+// dispatchReplAdmin answers a replication-state request at the topic's
+// owner.
+func (s *Service) dispatchReplAdmin(m message) {
+	n, ok := mledger.ParseName(strings.ReplaceAll(strings.TrimPrefix(m.subject, replAdminPrefix), ".", "/"))
+	if !ok || s.reg.topic(n) == nil {
+		return
+	}
+	s.toOwner(n, m, func(t *topic) {
+		b, _ := json.Marshal(t.replication())
+		t.s.respond(m.reply, b)
+	})
+}

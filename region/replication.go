@@ -1,0 +1,67 @@
+package region
+
+import (
+	"context"
+	"net/http"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/stratamesh/strata/internal/adminhttp"
+)
+
+// replicationRoutes mounts the broker's replication view (ARCHITECTURE
+// §4 "Lag"):
+//
+//	GET /admin/v1/replication   this broker's links to other regions and
+//	                            the replicator cursors of the topics it owns
+func (n *Node) replicationRoutes(s *adminhttp.Server) {
+	s.Handle("GET /admin/v1/replication", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		adminhttp.WriteJSON(w, http.StatusOK, map[string]any{
+			"region":  n.cfg.Region,
+			"broker":  n.name,
+			"links":   n.js.LinkStatus(),
+			"cursors": n.js.Replication(),
+		})
+	}))
+}
+
+// registerReplicationMetrics exports, per replicator cursor of the
+// topics this broker owns, strata.replication.lag.{messages,bytes,seconds}
+// and strata.replication.state (1 for the cursor's state), labelled
+// topic, remote (and state).
+func registerReplicationMetrics(n *Node) error {
+	m := n.tel.Meter("github.com/stratamesh/strata/replicator")
+	lagMsgs, err := m.Int64ObservableGauge("strata.replication.lag.messages",
+		metric.WithDescription("messages of local origin the remote region has not acknowledged, per topic and remote"))
+	if err != nil {
+		return err
+	}
+	lagBytes, err := m.Int64ObservableGauge("strata.replication.lag.bytes", metric.WithUnit("By"),
+		metric.WithDescription("stored bytes of those messages (estimate)"))
+	if err != nil {
+		return err
+	}
+	lagSecs, err := m.Float64ObservableGauge("strata.replication.lag.seconds", metric.WithUnit("s"),
+		metric.WithDescription("age of the oldest message the remote has not acknowledged"))
+	if err != nil {
+		return err
+	}
+	state, err := m.Int64ObservableGauge("strata.replication.state",
+		metric.WithDescription("1 for the replicator cursor's state: replicating, backing-off or stalled"))
+	if err != nil {
+		return err
+	}
+	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for _, c := range n.js.Replication() {
+			attrs := metric.WithAttributes(attribute.String("topic", c.Topic), attribute.String("remote", c.Remote))
+			o.ObserveInt64(lagMsgs, int64(c.LagMsgs), attrs)
+			o.ObserveInt64(lagBytes, int64(c.LagBytes), attrs)
+			o.ObserveFloat64(lagSecs, c.LagSeconds, attrs)
+			o.ObserveInt64(state, 1, metric.WithAttributes(attribute.String("topic", c.Topic),
+				attribute.String("remote", c.Remote), attribute.String("state", c.State)))
+		}
+		return nil
+	}, lagMsgs, lagBytes, lagSecs, state)
+	return err
+}
