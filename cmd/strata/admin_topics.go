@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -73,6 +74,7 @@ func newAdminTopics(flags *adminFlags) *cobra.Command {
 				for _, s := range st.Subscriptions {
 					fmt.Fprintf(tw, "  %s\tack floor %d, delivered %d, unacked %d, backlog %d\n", s.Name, s.AckFloor, s.Delivered, s.NumAckPending, s.Backlog)
 				}
+				printReplication(tw, st.Replication)
 			})
 		},
 	})
@@ -155,4 +157,31 @@ func validName(s string) bool {
 		}
 	}
 	return true
+}
+
+// printReplication prints a topic's replicator cursors (lag towards each
+// remote region) and the origin streams replicated into it.
+func printReplication(tw *tabwriter.Writer, r *jetstream.TopicReplication) {
+	if r == nil {
+		return
+	}
+	fmt.Fprintf(tw, "incarnation\t%s\nlocal origin seq\t%d\n", r.Incarnation, r.LastOriginSeq)
+	fmt.Fprintf(tw, "replicating to\t%d regions\n", len(r.Cursors))
+	for _, c := range r.Cursors {
+		line := fmt.Sprintf("%s, acked %d, lag %d msgs %d bytes %.1fs", c.State, c.Position, c.LagMsgs, c.LagBytes, c.LagSeconds)
+		if !c.LastSuccess.IsZero() {
+			line += ", last success " + c.LastSuccess.UTC().Format(time.RFC3339)
+		}
+		if c.GapRecords > 0 {
+			line += fmt.Sprintf(", %d gap records", c.GapRecords)
+		}
+		if c.LastError != "" {
+			line += ", last error: " + c.LastError
+		}
+		fmt.Fprintf(tw, "  %s (%s)\t%s\n", c.Remote, c.Cursor, line)
+	}
+	fmt.Fprintf(tw, "replicated from\t%d origin streams, %d messages lost to retention at their origin\n", len(r.Origins), r.OriginsLost)
+	for _, o := range r.Origins {
+		fmt.Fprintf(tw, "  %s/%s\thigh-water mark %d, lost %d\n", o.Region, o.Incarnation, o.HWM, o.Lost)
+	}
 }
