@@ -334,7 +334,7 @@ func (t *topic) createConsumer(ctx context.Context, req jsapi.APIRequest, m mess
 	if max := st.config.MaxConsumers; max > 0 && len(t.runners()) >= max {
 		return nil, jsapi.ErrMaximumConsumersLimit()
 	}
-	c, err := consumer.New(cfg, nil, t.s.cfg.Now(), &mlSource{ml: t.ml, ctx: t.s.ctx}, consumerOptions(st)...)
+	c, err := consumer.New(cfg, nil, t.s.cfg.Now(), &mlSource{ml: t.ml, ctx: t.s.ctx, region: t.s.cfg.Region}, consumerOptions(st)...)
 	if err != nil {
 		return nil, jsapi.ErrConsumerCreate(err)
 	}

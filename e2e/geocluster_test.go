@@ -1,0 +1,189 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stratamesh/strata/broker/jetstream"
+)
+
+// geoMesh is three regions of two brokers and three bookies each
+// (E2/Qw2/Qa2) whose demo/geo namespace replicates across all three (the
+// default replication list: every region).
+const geoMesh = `mesh: e2e-geo
+defaults:
+  ledger: {ensemble: 2, write_quorum: 2, ack_quorum: 2}
+  rollover: {max_entries: 500}
+  jetstream: {tenant: demo, namespace: streams}
+regions:
+  - {name: r1, brokers: 2, bookies: 3}
+  - {name: r2, brokers: 2, bookies: 3}
+  - {name: r3, brokers: 2, bookies: 3}
+tenants:
+  - name: demo
+    namespaces:
+      - name: streams
+      - name: geo
+        bundles: 2
+        retention: {time: 1h}
+`
+
+var geoRegions = []string{"r1", "r2", "r3"}
+
+// geoCluster is a mesh of three regions, every node its own `strata
+// node` process (so a test can freeze or kill any of them).
+type geoCluster struct {
+	dir     string
+	topo    string
+	regions map[string]*geoRegion
+	http    *http.Client
+}
+
+type geoRegion struct {
+	name    string
+	meta    *nodeProcess
+	brokers map[string]*nodeProcess // by id: b1, b2
+	args    map[string][]string
+}
+
+// startGeoCluster starts the regions of src (geoMesh's shape: brokers
+// b1, b2 and bookies k1..k3 in each), brokers joining one Serf WAN pool
+// through the first broker started.
+func startGeoCluster(t *testing.T, src string, regions []string) *geoCluster {
+	t.Helper()
+	began := time.Now()
+	dir := t.TempDir()
+	c := &geoCluster{dir: dir, topo: writeTopology(t, dir, "geo.yaml", src), regions: map[string]*geoRegion{},
+		http: &http.Client{Timeout: 3 * time.Second}}
+	var wanSeed string
+	for _, r := range regions {
+		g := &geoRegion{name: r, brokers: map[string]*nodeProcess{}, args: map[string][]string{}}
+		c.regions[r] = g
+		common := []string{"--topology", c.topo, "--region", r, "--data-dir", filepath.Join(dir, "data"), "--gossip", "loopback", "--log-level", "info"}
+		g.meta = startNodeProcess(t, filepath.Join(dir, r+"-meta.log"), append(common, "--id", "meta")...)
+		join := []string{"--etcd", g.meta.report.Etcd, "--join", g.meta.report.SerfLAN}
+		for _, id := range []string{"k1", "k2", "k3"} {
+			startNodeProcess(t, filepath.Join(dir, r+"-"+id+".log"), append(append(append([]string{}, common...), "--id", id), join...)...)
+		}
+		for _, id := range []string{"b1", "b2"} {
+			args := append(append(append([]string{}, common...), "--id", id), join...)
+			if wanSeed != "" {
+				args = append(args, "--wan-join", wanSeed)
+			}
+			g.args[id] = args
+			g.start(t, c.dir, id)
+			if wanSeed == "" {
+				wanSeed = g.brokers[id].report.SerfWAN
+			}
+		}
+	}
+	t.Logf("%d regions started in %v", len(regions), time.Since(began))
+	return c
+}
+
+func (g *geoRegion) start(t *testing.T, dir, id string) {
+	t.Helper()
+	g.brokers[id] = startNodeProcess(t, filepath.Join(dir, g.name+"-"+id+".log"), g.args[id]...)
+}
+
+// urls is the NATS URLs of the region's brokers.
+func (g *geoRegion) urls() []string {
+	var out []string
+	for _, id := range []string{"b1", "b2"} {
+		if p := g.brokers[id]; p != nil {
+			out = append(out, p.report.NATS)
+		}
+	}
+	return out
+}
+
+// signalBrokers sends sig to every broker of the region.
+func (g *geoRegion) signalBrokers(sig syscall.Signal) {
+	for _, p := range g.brokers {
+		p.signal(sig)
+	}
+}
+
+// topicStats asks the region's brokers, in turn, for a topic's stats.
+func (c *geoCluster) topicStats(region, topic string) (*jetstream.TopicStats, error) {
+	g := c.regions[region]
+	var lastErr error
+	for _, id := range []string{"b1", "b2"} {
+		p := g.brokers[id]
+		if p == nil || p.exited() {
+			continue
+		}
+		resp, err := c.http.Get(p.report.Admin + "/admin/v1/topics/" + topic + "/stats")
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		var v struct {
+			Topic *jetstream.TopicStats `json:"topic"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&v)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || v.Topic == nil {
+			lastErr = fmt.Errorf("%s %s: status %d: %v", region, id, resp.StatusCode, err)
+			continue
+		}
+		return v.Topic, nil
+	}
+	return nil, lastErr
+}
+
+// ownerID is the id (b1, b2) of the region's broker owning topic, "" if
+// unknown.
+func (c *geoCluster) ownerID(region, topic string) string {
+	st, err := c.topicStats(region, topic)
+	if err != nil || st.Owner == "" {
+		return ""
+	}
+	return st.Owner[len(region)+1:]
+}
+
+// converged reports whether every region holds want messages of topic
+// and every replicator cursor has lag 0, and describes the first that
+// does not.
+func (c *geoCluster) converged(regions []string, topic string, want uint64) (bool, string) {
+	for _, r := range regions {
+		st, err := c.topicStats(r, topic)
+		if err != nil {
+			return false, fmt.Sprintf("%s: %v", r, err)
+		}
+		if st.Messages != want {
+			return false, fmt.Sprintf("%s holds %d messages of %d", r, st.Messages, want)
+		}
+		if st.Replication == nil || len(st.Replication.Cursors) != len(regions)-1 {
+			return false, fmt.Sprintf("%s: replication not reported", r)
+		}
+		for _, cur := range st.Replication.Cursors {
+			if cur.LagMsgs != 0 {
+				return false, fmt.Sprintf("%s → %s: lag %d (%s)", r, cur.Remote, cur.LagMsgs, cur.State)
+			}
+		}
+	}
+	return true, ""
+}
+
+// waitConverged waits until converged holds, failing with what is still
+// missing after timeout.
+func (c *geoCluster) waitConverged(t *testing.T, regions []string, topic string, want uint64, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, why := c.converged(regions, topic, want)
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not converged after %v: %s", timeout, why)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
