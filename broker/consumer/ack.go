@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"github.com/stratamesh/strata/internal/ackset"
 	"time"
 
 	"github.com/stratamesh/strata/broker/jsapi"
@@ -142,6 +143,30 @@ func (c *Consumer) terminate(seq uint64, p *pend, outs []Out) []Out {
 	return append(outs, Out{Kind: Advisory, Seq: seq, Ack: jsapi.AckMeta{Stream: c.stream,
 		Consumer: c.name, Delivered: uint64(p.count), StreamSeq: seq}})
 }
+
+// AckElsewhere acknowledges stream sequence seq on behalf of another
+// region (a replicated subscription's ack set covers it, ARCHITECTURE
+// §4): a pending delivery is settled, a message not yet delivered is
+// marked so it never will be. It reports whether seq was newly acked.
+// It sends nothing to clients (no ack reply, no advisory).
+func (c *Consumer) AckElsewhere(seq uint64) bool {
+	if seq == 0 || c.acks.Contains(seq) {
+		return false
+	}
+	if c.pending[seq] != nil {
+		c.removePending(seq)
+		return true
+	}
+	if seq <= c.delivered {
+		return false // delivered and not pending: acked already
+	}
+	c.acks.Ack(seq)
+	c.gen++
+	return true
+}
+
+// Acked returns a copy of the consumer's ack set (stream sequences).
+func (c *Consumer) Acked() *ackset.Set { return c.acks.Clone() }
 
 // removePending acks a pending message (terminated or trimmed).
 func (c *Consumer) removePending(seq uint64) {

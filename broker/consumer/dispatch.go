@@ -144,6 +144,11 @@ func (c *Consumer) next(outs []Out) (candidate, stall, []Out) {
 			c.loadErr = err
 			return candidate{}, stallLoad, outs
 		}
+		if msg.Skip { // acknowledged elsewhere meanwhile
+			c.rdq.pop()
+			c.removePending(seq)
+			continue
+		}
 		return candidate{seq: seq, msg: msg, p: p, loaded: true}, stallNone, outs
 	}
 	if c.ackPendingFull() {
@@ -189,7 +194,7 @@ func (c *Consumer) nextNew() (candidate, stall) {
 			c.loadErr = err
 			return candidate{}, stallLoad
 		}
-		if !c.matches(msg.Subject) {
+		if !c.matches(msg.Subject) || msg.Skip {
 			c.skipTo(seq)
 			continue
 		}

@@ -19,6 +19,11 @@ type Msg struct {
 	Data []byte
 	// Time is the broker's publish time (the ack subject's ts).
 	Time time.Time
+	// Skip says the message is already acknowledged elsewhere (a
+	// replicated subscription's ack set covers it, ARCHITECTURE §4): the
+	// consumer acks it unread, like a message its filters exclude, and
+	// never delivers it.
+	Skip bool
 }
 
 // Source is the topic's managed ledger, read side. Calls may block (bookie

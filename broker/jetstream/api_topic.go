@@ -334,7 +334,8 @@ func (t *topic) createConsumer(ctx context.Context, req jsapi.APIRequest, m mess
 	if max := st.config.MaxConsumers; max > 0 && len(t.runners()) >= max {
 		return nil, jsapi.ErrMaximumConsumersLimit()
 	}
-	c, err := consumer.New(cfg, nil, t.s.cfg.Now(), &mlSource{ml: t.ml, ctx: t.s.ctx, region: t.s.cfg.Region}, consumerOptions(st)...)
+	src, rs := t.consumerSource(name, &cfg, nil)
+	c, err := consumer.New(cfg, nil, t.s.cfg.Now(), src, consumerOptions(st)...)
 	if err != nil {
 		return nil, jsapi.ErrConsumerCreate(err)
 	}
@@ -345,7 +346,7 @@ func (t *topic) createConsumer(ctx context.Context, req jsapi.APIRequest, m mess
 		}
 	}
 	c.Persisted(gen) // nothing waits yet: no output
-	r := t.startRunner(name, cfg, c, durable)
+	r := t.startRunner(name, cfg, c, durable, rs)
 	t.mu.Lock()
 	if old := t.consumers[name]; old != nil { // a concurrent create won
 		t.mu.Unlock()

@@ -43,6 +43,9 @@ type runner struct {
 	// delivered is the highest stream sequence delivered (or, at start,
 	// dispatched): an AckSync above it is not answered (runner.ack).
 	delivered uint64
+	// rsub is the replicated subscription state (repl_subs.go); nil for
+	// other consumers.
+	rsub *rsub
 }
 
 // loadRetry is how soon a dispatch round that failed to read a message
@@ -65,15 +68,18 @@ func splitReply(r string) (origin, inbox string) {
 	return "", r
 }
 
-func (t *topic) startRunner(name string, cfg jsapi.ConsumerConfig, c *consumer.Consumer, durable bool) *runner {
+func (t *topic) startRunner(name string, cfg jsapi.ConsumerConfig, c *consumer.Consumer, durable bool, rs *rsub) *runner {
 	r := &runner{
-		t: t, dlv: dlvBatcher{s: t.s}, name: name, durable: durable, c: c, cfg: cfg,
+		t: t, dlv: dlvBatcher{s: t.s}, name: name, durable: durable, c: c, cfg: cfg, rsub: rs,
 		kick: make(chan struct{}, 1), stopCh: make(chan stopRequest, 1), done: make(chan struct{}),
 		lastPersist: t.s.cfg.Now(), lastActive: t.s.cfg.Now(),
 	}
 	st, _, _ := c.Snapshot() // before the loop owns c
 	r.delivered = st.Delivered
 	t.s.goRun(r.loop)
+	if rs != nil {
+		t.s.goRun(r.shipLoop)
+	}
 	return r
 }
 

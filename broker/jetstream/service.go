@@ -15,7 +15,6 @@ import (
 	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/internal/meta"
 	"github.com/stratamesh/strata/replicator/link"
-	"github.com/stratamesh/strata/replicator/wire"
 )
 
 // Service is one broker's JetStream layer. Create it with New, hand it to
@@ -180,7 +179,7 @@ func (s *Service) ClientPublish(ci broker.ClientInfo, subject, reply, hdr, paylo
 		return broker.HookRoute
 	}
 	if subject[0] == '$' {
-		if bytes.HasPrefix(subject, []byte(wire.SubjectPrefix)) {
+		if bytes.HasPrefix(subject, []byte("$STRATA.")) { // replication, subscription sync, replication state
 			s.dispatch(message{origin: s.cfg.Name, subject: string(subject), reply: string(reply),
 				hdr: bytes.Clone(hdr), data: bytes.Clone(payload)})
 			return broker.HookConsumed

@@ -13,6 +13,7 @@ import (
 	"github.com/stratamesh/strata/broker/consumer"
 	"github.com/stratamesh/strata/broker/jsapi"
 	"github.com/stratamesh/strata/broker/mledger"
+	"github.com/stratamesh/strata/replicator"
 )
 
 var errLeadershipLost = errors.New("jetstream: topic ownership lost")
@@ -104,16 +105,27 @@ func (s *Service) openTopic(ctx context.Context, n mledger.Name, own *ownedBundl
 		ml.Drop()
 		return fail(fmt.Errorf("load cursors of %s: %w", n, err))
 	}
-	src := &mlSource{ml: ml, ctx: s.ctx, region: s.cfg.Region}
+	sets, err := loadSubSets(ctx, s.cfg.Store, n)
+	if err != nil {
+		ml.Drop()
+		return fail(fmt.Errorf("load replicated subscriptions of %s: %w", n, err))
+	}
 	runners := map[string]*runner{}
 	for name, cs := range states {
 		cs := cs
+		src, rs := t.consumerSource(name, &cs.Config, sets[name])
 		c, err := consumer.New(cs.Config, &cs, s.cfg.Now(), src, consumerOptions(st)...)
 		if err != nil {
 			s.cfg.Logger.Warn("dropping an unreadable cursor", "topic", n.String(), "consumer", name, "err", err)
 			continue
 		}
-		runners[name] = t.startRunner(name, cs.Config, c, true)
+		if rs != nil {
+			// The persisted set holds the acks folded before the last
+			// sync; later ones are redelivered elsewhere at most (the
+			// bound of a sync interval), not read again here.
+			rs.folded = c.Acked()
+		}
+		runners[name] = t.startRunner(name, cs.Config, c, true, rs)
 	}
 	t.mu.Lock()
 	stopped = t.stopped
@@ -219,6 +231,22 @@ type mlSource struct {
 	ml     *mledger.ML
 	ctx    context.Context
 	region string // this region: messages of other origins are replicated copies
+	// skip, when set, marks messages acknowledged in another region (a
+	// replicated subscription's set covers their origin).
+	skip func(*replicator.Origin) bool
+}
+
+// consumerSource is the source of consumer name: with the replicated
+// subscription state when cfg asks for one and the topic replicates
+// (persisted: its set as last written).
+func (t *topic) consumerSource(name string, cfg *jsapi.ConsumerConfig, persisted []byte) (*mlSource, *rsub) {
+	src := &mlSource{ml: t.ml, ctx: t.s.ctx, region: t.s.cfg.Region}
+	if !isReplicated(cfg) || len(t.s.remotesOf(t.name)) == 0 {
+		return src, nil
+	}
+	rs := t.newRsub(name, persisted)
+	src.skip = rs.covers
+	return src, rs
 }
 
 func (m *mlSource) FirstSeq() uint64 { return m.ml.State().FirstSeq }
@@ -236,7 +264,8 @@ func (m *mlSource) Load(seq uint64) (consumer.Msg, error) {
 	if msg.HasOrigin() && msg.Origin.Region != m.region {
 		hdr = originHeaders(hdr, &msg.Origin)
 	}
-	return consumer.Msg{Seq: msg.Seq, Subject: msg.Subject, Header: hdr, Data: msg.Data, Time: msg.Time}, nil
+	return consumer.Msg{Seq: msg.Seq, Subject: msg.Subject, Header: hdr, Data: msg.Data, Time: msg.Time,
+		Skip: m.skip != nil && m.skip(&msg.Origin)}, nil
 }
 
 func (m *mlSource) SeqAtTime(t time.Time) (uint64, error) { return m.ml.SeqAtTime(m.ctx, t) }

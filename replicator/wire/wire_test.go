@@ -153,3 +153,44 @@ func FuzzDecodeAnswer(f *testing.F) {
 		}
 	})
 }
+
+func TestSubSync(t *testing.T) {
+	set := replicator.NewSubSet()
+	if _, err := set.AckRange(replicator.OriginStream{Region: "us-east", Incarnation: "inc"}, 1, 10); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := set.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &SubSync{Origin: "us-east", Consumer: "billing", Config: []byte(`{"durable_name":"billing"}`), Set: bin}
+	got, gotSet, err := DecodeSubSync(EncodeSubSync(in))
+	if err != nil || got.Consumer != "billing" || got.Origin != "us-east" || !gotSet.Equal(set) {
+		t.Fatalf("round trip: %+v %v %v", got, gotSet, err)
+	}
+	if s, err := ParseSubSyncSubject(SubSyncSubject(topic)); err != nil || s != topic {
+		t.Fatalf("subject round trip: %v %v", s, err)
+	}
+	for name, p := range map[string]string{
+		"empty":       ``,
+		"not json":    `{`,
+		"no consumer": `{"origin":"a","config":{},"set":"AQ=="}`,
+		"bad name":    `{"origin":"a","consumer":"a.b","config":{},"set":"AQ=="}`,
+		"no config":   `{"origin":"a","consumer":"c","set":"AQ=="}`,
+		"bad set":     `{"origin":"a","consumer":"c","config":{},"set":"/w=="}`,
+	} {
+		if _, _, err := DecodeSubSync([]byte(p)); !errors.Is(err, replicator.ErrInvalid) {
+			t.Errorf("%s: err %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+// FuzzDecodeSubSync: any input decodes or fails with ErrInvalid.
+func FuzzDecodeSubSync(f *testing.F) {
+	f.Add([]byte(`{"origin":"a","consumer":"c","config":{},"set":"AQ=="}`))
+	f.Fuzz(func(t *testing.T, p []byte) {
+		if _, _, err := DecodeSubSync(p); err != nil && !errors.Is(err, replicator.ErrInvalid) {
+			t.Fatalf("error %v does not wrap ErrInvalid", err)
+		}
+	})
+}
