@@ -69,11 +69,11 @@ func geoPublish(ctx context.Context, js jetstream.JetStream, region string, n in
 // geoRead reads the whole topic in a region in stream order with an
 // ordered consumer and returns each message's payload and its
 // Strata-Origin header.
-func geoRead(t *testing.T, js jetstream.JetStream, want int) (ids, origins []string) {
+func geoRead(t *testing.T, js jetstream.JetStream, stream string, want int) (ids, origins []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cons, err := js.OrderedConsumer(ctx, geoStream, jetstream.OrderedConsumerConfig{})
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
 	if err != nil {
 		t.Fatalf("ordered consumer: %v", err)
 	}
@@ -210,7 +210,7 @@ func TestGeoReplicationActiveActive(t *testing.T) {
 	c.waitConverged(t, geoRegions, geoTopic, want, 3*time.Minute)
 	t.Logf("converged %v after the last publish", time.Since(quiet))
 	for _, r := range geoRegions {
-		ids, origins := geoRead(t, geoConnect(t, c.regions[r].urls()), int(want))
+		ids, origins := geoRead(t, geoConnect(t, c.regions[r].urls()), geoStream, int(want))
 		checkUnion(t, r, ids, origins, geoRegions, n)
 	}
 }
