@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -47,8 +48,11 @@ type geoCluster struct {
 type geoRegion struct {
 	name    string
 	meta    *nodeProcess
+	bookies []*nodeProcess
 	brokers map[string]*nodeProcess // by id: b1, b2
 	args    map[string][]string
+	common  []string // every node's flags but --id and the seeds
+	wanSeed string   // the WAN seed its brokers joined through ("" for the first)
 }
 
 // startGeoCluster starts the regions of src (geoMesh's shape: brokers
@@ -62,28 +66,58 @@ func startGeoCluster(t *testing.T, src string, regions []string) *geoCluster {
 		http: &http.Client{Timeout: 3 * time.Second}}
 	var wanSeed string
 	for _, r := range regions {
-		g := &geoRegion{name: r, brokers: map[string]*nodeProcess{}, args: map[string][]string{}}
+		g := &geoRegion{name: r, wanSeed: wanSeed,
+			common: []string{"--topology", c.topo, "--region", r, "--data-dir", filepath.Join(dir, "data"), "--gossip", "loopback", "--log-level", "info"}}
 		c.regions[r] = g
-		common := []string{"--topology", c.topo, "--region", r, "--data-dir", filepath.Join(dir, "data"), "--gossip", "loopback", "--log-level", "info"}
-		g.meta = startNodeProcess(t, filepath.Join(dir, r+"-meta.log"), append(common, "--id", "meta")...)
-		join := []string{"--etcd", g.meta.report.Etcd, "--join", g.meta.report.SerfLAN}
-		for _, id := range []string{"k1", "k2", "k3"} {
-			startNodeProcess(t, filepath.Join(dir, r+"-"+id+".log"), append(append(append([]string{}, common...), "--id", id), join...)...)
-		}
-		for _, id := range []string{"b1", "b2"} {
-			args := append(append(append([]string{}, common...), "--id", id), join...)
-			if wanSeed != "" {
-				args = append(args, "--wan-join", wanSeed)
-			}
-			g.args[id] = args
-			g.start(t, c.dir, id)
-			if wanSeed == "" {
-				wanSeed = g.brokers[id].report.SerfWAN
-			}
+		g.startAll(t, dir)
+		if wanSeed == "" {
+			wanSeed = g.brokers["b1"].report.SerfWAN
 		}
 	}
 	t.Logf("%d regions started in %v", len(regions), time.Since(began))
 	return c
+}
+
+// startAll starts the region's meta node, bookies k1..k3 and brokers
+// b1, b2 (on their data, if any).
+func (g *geoRegion) startAll(t *testing.T, dir string) {
+	t.Helper()
+	g.brokers, g.args, g.bookies = map[string]*nodeProcess{}, map[string][]string{}, nil
+	g.meta = startNodeProcess(t, filepath.Join(dir, g.name+"-meta.log"), append(append([]string{}, g.common...), "--id", "meta")...)
+	join := []string{"--etcd", g.meta.report.Etcd, "--join", g.meta.report.SerfLAN}
+	for _, id := range []string{"k1", "k2", "k3"} {
+		g.bookies = append(g.bookies, startNodeProcess(t, filepath.Join(dir, g.name+"-"+id+".log"), append(append(append([]string{}, g.common...), "--id", id), join...)...))
+	}
+	seed := g.wanSeed
+	for _, id := range []string{"b1", "b2"} {
+		args := append(append(append([]string{}, g.common...), "--id", id), join...)
+		if seed != "" {
+			args = append(args, "--wan-join", seed)
+		}
+		g.args[id] = args
+		g.start(t, dir, id)
+		if seed == "" {
+			seed = g.brokers[id].report.SerfWAN
+		}
+	}
+}
+
+// rebuild kills every node of the region, deletes its data and starts it
+// again empty (brokers joining the WAN pool through seed).
+func (g *geoRegion) rebuild(t *testing.T, dir, seed string) {
+	t.Helper()
+	for _, p := range g.brokers {
+		p.kill()
+	}
+	for _, p := range g.bookies {
+		p.kill()
+	}
+	g.meta.kill()
+	if err := os.RemoveAll(filepath.Join(dir, "data", g.name)); err != nil {
+		t.Fatal(err)
+	}
+	g.wanSeed = seed
+	g.startAll(t, dir)
 }
 
 func (g *geoRegion) start(t *testing.T, dir, id string) {

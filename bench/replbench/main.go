@@ -10,8 +10,9 @@
 // subscriber (plain nats.go Subscribe) in each of the two other regions,
 // a warm-up that creates the topic in every region, and -duration of
 // -size messages published with JetStream in the first region
-// (PublishAsync, at most -window acks outstanding), paced by a 1 ms
-// ticker to the rate, or as fast as the window allows for "max". Each
+// (PublishAsync), paced by a 1 ms ticker to the rate with up to
+// -pending acks outstanding (so the publisher is not the brake), or, for
+// "max", as fast as a window of -window outstanding acks allows. Each
 // message carries its sequence and send time; a copy's lag is its
 // receive time minus that send time (the publisher and the subscribers
 // are this one process, one clock), so it includes the origin's
@@ -29,7 +30,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -45,6 +45,7 @@ type options struct {
 	size     int
 	brokers  int
 	window   int
+	pending  int
 	drain    time.Duration
 	keep     bool
 	out      string
@@ -58,7 +59,8 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "publishing time per rate")
 	flag.IntVar(&o.size, "size", 1024, "message size in bytes (at least 16)")
 	flag.IntVar(&o.brokers, "brokers", 2, "brokers per region")
-	flag.IntVar(&o.window, "window", 1000, "most async publishes awaiting their PubAck")
+	flag.IntVar(&o.window, "window", 1000, "at max: most async publishes awaiting their PubAck")
+	flag.IntVar(&o.pending, "pending", 20000, "at a paced rate: most async publishes awaiting their PubAck")
 	flag.DurationVar(&o.drain, "drain", 2*time.Minute, "how long to wait after a phase for every acknowledged message to arrive")
 	flag.BoolVar(&o.keep, "keep", false, "keep the data directory and node logs")
 	flag.StringVar(&o.out, "out", "", "also write the markdown table (with the machine line) to this file")
@@ -116,9 +118,9 @@ func run(o options) error {
 	if err := m.waitWAN(90 * time.Second); err != nil {
 		return err
 	}
-	header := fmt.Sprintf("# %s commit %s, %d cores (%s), load average %s; 3 regions × (meta + 3 bookies E2/Qw2/Qa2 + %d brokers) = %d processes; %d B messages, %v per rate, ack window %d",
+	header := fmt.Sprintf("# %s commit %s, %d cores (%s), load average %s; 3 regions × (meta + 3 bookies E2/Qw2/Qa2 + %d brokers) = %d processes; %d B messages, %v per rate, acks outstanding ≤ %d paced, ≤ %d at max",
 		time.Now().UTC().Format(time.RFC3339), commit(), runtime.NumCPU(), cpuModel(), loadAvg(),
-		o.brokers, 3*(4+o.brokers), o.size, o.duration, o.window)
+		o.brokers, 3*(4+o.brokers), o.size, o.duration, o.pending, o.window)
 	fmt.Println(header)
 	fmt.Printf("# mesh up and WAN pool complete after %v\n", time.Since(began).Round(time.Millisecond))
 	var results []*phaseResult
@@ -178,18 +180,19 @@ func loadAvg() string {
 // region).
 func markdown(rs []*phaseResult) string {
 	var b strings.Builder
-	b.WriteString("| rate | published msgs/s | PubAck p50 / p99 ms | region | delivered msgs/s | received / acked | lag p50 / p90 / p99 / max ms | Strata-Origin-Time lag p50 / p99 ms | cursor lag_msgs end of publish → after drain |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| rate | published msgs/s | PubAck p50 / p99 ms | region | delivered msgs/s | received / acked | lag p50 / p90 / p99 / max ms | Strata-Origin-Time lag p50 / p99 ms | cursor lag_msgs end of publish → after drain | CPU cores: mesh / client / others / idle |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		for i, rg := range r.regions {
 			lead := fmt.Sprintf("| %s | %.0f | %s / %s", r.name, r.pubRate, msf(r.ackP50), msf(r.ackP99))
+			cpu := fmt.Sprintf("%.2f / %.2f / %.2f / %.2f", r.cpu.mesh, r.cpu.client, r.cpu.others, r.cpu.idle)
 			if i > 0 {
-				lead = "| | | "
+				lead, cpu = "| | |", ""
 			}
-			fmt.Fprintf(&b, "%s | %s | %.0f | %d / %d | %s / %s / %s / %s | %s / %s | %d → %d |\n",
+			fmt.Fprintf(&b, "%s | %s | %.0f | %d / %d | %s / %s / %s / %s | %s / %s | %d → %d | %s |\n",
 				lead, rg.name, rg.rate, rg.received, r.acked,
 				msf(rg.p50), msf(rg.p90), msf(rg.p99), msf(rg.max), msf(rg.originP50), msf(rg.originP99),
-				r.cursorLagEnd[rg.name], r.cursorLagDrained[rg.name])
+				r.cursorLagEnd[rg.name], r.cursorLagDrained[rg.name], cpu)
 		}
 	}
 	return b.String()
@@ -199,5 +202,3 @@ func markdown(rs []*phaseResult) string {
 func msf(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64)
 }
-
-var _ io.Writer = os.Stdout

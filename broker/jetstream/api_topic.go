@@ -13,6 +13,7 @@ import (
 	"github.com/stratamesh/strata/broker/consumer"
 	"github.com/stratamesh/strata/broker/jsapi"
 	"github.com/stratamesh/strata/broker/mledger"
+	"github.com/stratamesh/strata/replicator/wire"
 )
 
 // api handles a stream-scoped API request at the topic's owner. Pulls go
@@ -75,7 +76,7 @@ func (t *topic) handleAPI(req jsapi.APIRequest, m message, mark uint64) {
 		paged := pageSubjects(info, body.Offset)
 		s.replyJSON(m.reply, jsapi.StreamInfoResponse{Response: typ, Paged: paged, StreamInfo: info})
 	case jsapi.KindStreamDelete:
-		if err := t.deleteStream(ctx); err != nil {
+		if err := t.deleteStream(ctx, true); err != nil {
 			fail(jsapi.ErrStreamStoreFailed(err))
 			return
 		}
@@ -97,6 +98,12 @@ func (t *topic) handleAPI(req jsapi.APIRequest, m message, mark uint64) {
 		n, err := t.ml.Purge(ctx)
 		if err != nil {
 			fail(jsapi.ErrStreamStoreFailed(err))
+			return
+		}
+		// A purge is mesh-wide: every region's copy is purged (its own
+		// queue retries until each remote has it).
+		if err := t.queueTombstones(ctx, wire.TombPurge); err != nil {
+			fail(jsapi.ErrStreamStoreFailed(fmt.Errorf("purged here; replicating the purge failed: %w", err)))
 			return
 		}
 		s.replyJSON(m.reply, jsapi.StreamPurgeResponse{Response: typ, Success: true, Purged: n})
@@ -250,10 +257,17 @@ func (t *topic) update(ctx context.Context, cur *stream, cfg *jsapi.StreamConfig
 }
 
 // deleteStream deletes the topic: consumers, cursors, ledgers and
-// metadata; then the topic is no longer served here.
-func (t *topic) deleteStream(ctx context.Context) error {
+// metadata, replicator positions; then the topic is no longer served
+// here. replicate queues the deletion's tombstones for the other regions
+// first (not when the deletion is one of theirs).
+func (t *topic) deleteStream(ctx context.Context, replicate bool) error {
 	if t.stream().config.DenyDelete {
 		return errors.New("stream denies delete")
+	}
+	if replicate {
+		if err := t.queueTombstones(ctx, wire.TombDelete); err != nil {
+			return fmt.Errorf("queueing the deletion for the other regions: %w", err)
+		}
 	}
 	t.deleted.Store(true)
 	for _, r := range t.runners() {
@@ -264,6 +278,7 @@ func (t *topic) deleteStream(ctx context.Context) error {
 	if err := t.ml.DeleteTopic(ctx); err != nil {
 		return err
 	}
+	t.forgetReplication(ctx)
 	t.s.reg.remove(t.name)
 	t.s.topicRemoved(t.name)
 	return nil

@@ -27,6 +27,8 @@ func (s *Service) dispatch(m message) {
 		s.dispatchReplAdmin(m)
 	case strings.HasPrefix(m.subject, wire.SubSyncPrefix):
 		s.dispatchSubSync(m)
+	case strings.HasPrefix(m.subject, wire.TombstonePrefix):
+		s.dispatchTombstone(m)
 	default:
 		if m.stream == nil {
 			return

@@ -54,6 +54,10 @@ func (s *Service) dispatchRepl(m message) {
 		return
 	}
 	s.goAPI(func() {
+		if b, _, err := wire.DecodeBatch(id, m.data); err == nil && s.tombstoned(s.ctx, name, b.Stream) {
+			s.dropTombstoned(m, &b)
+			return
+		}
 		if err := s.createReplicated(name, m); err != nil {
 			s.replFailed(m, err)
 			return
@@ -88,6 +92,13 @@ func (s *Service) createReplicated(n mledger.Name, m message) error {
 	return nil
 }
 
+// dropTombstoned acknowledges, without storing it, a batch of an origin
+// stream deleted in its region (a late batch must not re-create the
+// topic): the sender, if it still runs, moves on.
+func (s *Service) dropTombstoned(m message, b *replicator.Batch) {
+	s.respond(m.reply, wire.EncodeAnswer(wire.Answer{Answer: replicator.Answer{Batch: b.ID, Kind: replicator.Duplicate, HWM: b.Last}}))
+}
+
 // replFailed answers a batch that could not be handled with Failed.
 func (s *Service) replFailed(m message, err error) {
 	var id uint64
@@ -107,6 +118,10 @@ func (t *topic) receive(m message) {
 	}
 	if b.Stream.Region == t.s.cfg.Region && t.s.cfg.Region != "" {
 		t.s.replFailed(m, errors.New("a batch of this region's own origin"))
+		return
+	}
+	if slices.Contains(t.tombs, streamKey(b.Stream)) {
+		t.s.dropTombstoned(m, &b)
 		return
 	}
 	if b.Gap {

@@ -114,6 +114,7 @@ func (s *Service) Start(ctx context.Context, srv *broker.Server) error {
 	s.goRun(func() { s.watchRegistry(topicRev + 1) })
 	s.goRun(s.keepLease)
 	s.goRun(s.placeLoop)
+	s.goRun(s.tombLoop)
 	return nil
 }
 

@@ -35,6 +35,7 @@ type topic struct {
 	quoted    []byte  // the stream name as a JSON string, for PubAcks
 	consumers map[string]*runner
 	repl      []*replSender // replicator cursors (repl_send.go)
+	tombs     []string      // origin streams deleted elsewhere ("region/incarnation"): their batches are dropped
 	stopped   bool          // lost or shut down (guarded by mu, with ml during opening)
 
 	stopOnce sync.Once
@@ -110,6 +111,7 @@ func (s *Service) openTopic(ctx context.Context, n mledger.Name, own *ownedBundl
 		ml.Drop()
 		return fail(fmt.Errorf("load replicated subscriptions of %s: %w", n, err))
 	}
+	t.tombs = s.inTombstone(ctx, n).Streams
 	runners := map[string]*runner{}
 	for name, cs := range states {
 		cs := cs

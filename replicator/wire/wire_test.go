@@ -194,3 +194,29 @@ func FuzzDecodeSubSync(f *testing.F) {
 		}
 	})
 }
+
+func TestTombstone(t *testing.T) {
+	in := &Tombstone{Kind: TombDelete, Origin: "r1", Streams: []string{"r1/a", "r2/b"}, At: time.Unix(5, 0).UTC()}
+	got, err := DecodeTombstone(EncodeTombstone(in))
+	if err != nil || got.Kind != in.Kind || got.Origin != "r1" || len(got.Streams) != 2 || !got.At.Equal(in.At) {
+		t.Fatalf("round trip: %+v %v", got, err)
+	}
+	if s, err := ParseTombstoneSubject(TombstoneSubject(topic)); err != nil || s != topic {
+		t.Fatalf("subject: %v %v", s, err)
+	}
+	for _, bad := range []string{``, `{`, `{"kind":"drop","origin":"r1"}`, `{"kind":"purge","origin":"a.b"}`, `{"kind":"delete","origin":"r1","streams":["x"]}`} {
+		if _, err := DecodeTombstone([]byte(bad)); !errors.Is(err, replicator.ErrInvalid) {
+			t.Errorf("DecodeTombstone(%q): %v", bad, err)
+		}
+	}
+}
+
+// FuzzDecodeTombstone: any input decodes or fails with ErrInvalid.
+func FuzzDecodeTombstone(f *testing.F) {
+	f.Add([]byte(`{"kind":"delete","origin":"r1","streams":["r1/a"]}`))
+	f.Fuzz(func(t *testing.T, p []byte) {
+		if _, err := DecodeTombstone(p); err != nil && !errors.Is(err, replicator.ErrInvalid) {
+			t.Fatalf("error %v does not wrap ErrInvalid", err)
+		}
+	})
+}
