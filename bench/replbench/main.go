@@ -123,6 +123,10 @@ func run(o options) error {
 		o.brokers, 3*(4+o.brokers), o.size, o.duration, o.pending, o.window)
 	fmt.Println(header)
 	fmt.Printf("# mesh up and WAN pool complete after %v\n", time.Since(began).Round(time.Millisecond))
+	idle0 := m.sampleCPU()
+	time.Sleep(3 * time.Second)
+	idle := m.cpuReport(idle0, m.sampleCPU())
+	fmt.Printf("# before publishing: %s\n", idle.detail)
 	var results []*phaseResult
 	for _, rate := range o.rates {
 		res, err := m.phase(o, rate)
@@ -135,7 +139,7 @@ func run(o options) error {
 	table := markdown(results)
 	fmt.Print("\n" + table)
 	if o.out != "" {
-		if err := os.WriteFile(o.out, []byte(header+"\n\n"+table), 0o644); err != nil {
+		if err := os.WriteFile(o.out, []byte(header+"\n# before publishing: "+idle.detail+"\n\n"+table), 0o644); err != nil {
 			return err
 		}
 	}
