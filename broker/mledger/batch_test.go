@@ -174,7 +174,7 @@ func TestReadFromChecks(t *testing.T) {
 		for s := from; s <= to; s++ {
 			ms = append(ms, msg(s))
 		}
-		return EncodeBatch(nil, ms)
+		return EncodeBatch(nil, ms, Local{})
 	}
 	for name, c := range map[string]struct {
 		entries [][]byte
@@ -186,14 +186,14 @@ func TestReadFromChecks(t *testing.T) {
 		"corrupt":     {[][]byte{batch(1, 2), {9}}, "entry 1: mledger: corrupt: entry version 9"},
 	} {
 		f := &fakeLedger{id: 7, entries: c.entries}
-		_, err := readFrom(context.Background(), newEntryIndex(100), f.ref(1, 5), 5, 1, f.fetch)
+		_, err := readFrom(context.Background(), newEntryIndex(100), f.ref(1, 5), Local{}, 5, 1, f.fetch)
 		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want ErrCorrupt with %q", name, err, c.want)
 		}
 	}
 	// v1 and v2 entries read alike (v1: one message each).
 	f := &fakeLedger{id: 8, entries: [][]byte{encodeV1(nil, &Message{Seq: 1, Time: t0}), batch(2, 4)}}
-	got, err := readFrom(context.Background(), newEntryIndex(100), f.ref(1, 4), 3, 2, f.fetch)
+	got, err := readFrom(context.Background(), newEntryIndex(100), f.ref(1, 4), Local{}, 3, 2, f.fetch)
 	if err != nil || len(got) != 2 || got[0].Seq != 3 || got[1].Seq != 4 {
 		t.Fatalf("mixed read: %+v, %v", got, err)
 	}
@@ -208,7 +208,8 @@ func TestReadFromChecks(t *testing.T) {
 // ledgers; answers (done callbacks) in sequence order once their entry
 // is confirmed; and every message read back through readFrom, with the
 // index the ML builds while writing and with a fresh (small) one learnt
-// from the entries, in order or at random.
+// from the entries, in order or at random. Messages have no origin, a
+// local one (compact records) or a replicated one, at random.
 func TestBatchPipelineAgainstModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		k := rapid.IntRange(1, 5).Draw(t, "K")
@@ -233,6 +234,8 @@ func TestBatchPipelineAgainstModel(t *testing.T) {
 		var queue []*item // unanswered, in publish order
 		var answered uint64
 		t0 := time.Unix(1700000000, 0)
+		local := Local{Region: "us-east", Incarnation: "7d0c5f8e-4b1a-4f7e-9a65-3e2d1c0b9a88"}
+		var localSeq, remoteSeq uint64
 
 		// send is ML.send with the writer replaced by the fake ledgers.
 		send := func() {
@@ -300,7 +303,18 @@ func TestBatchPipelineAgainstModel(t *testing.T) {
 				if len(m.Data) == 0 {
 					m.Data = nil
 				}
-				rec := appendRecord(nil, &m)
+				switch rapid.IntRange(0, 2).Draw(t, "origin") {
+				case 1:
+					localSeq++
+					m.Origin = Origin{Region: local.Region, Incarnation: local.Incarnation, Seq: localSeq, Time: m.Time}
+				case 2:
+					remoteSeq++
+					m.Origin = Origin{Region: "eu-west", Incarnation: "E1", Seq: remoteSeq, Time: m.Time.Add(-time.Second)}
+				}
+				rec := appendRecord(nil, &m, local)
+				if len(rec) != EncodedSize(&m, local) {
+					t.Fatalf("record of %d bytes, EncodedSize %d", len(rec), EncodedSize(&m, local))
+				}
 				it := &item{seq: seq, led: cur().led, rec: rec, msg: storedMessage(rec, &m), size: int64(len(rec))}
 				published = append(published, m)
 				queue = append(queue, it)
@@ -346,7 +360,7 @@ func TestBatchPipelineAgainstModel(t *testing.T) {
 					n, next := written.known(l.led.id)
 					end = min(end, next-1)
 					got, err := readFrom(context.Background(), written, ledgerRef{id: f.id, first: l.first, last: end, entries: n},
-						seq, int64(rapid.IntRange(1, 4).Draw(t, "chunk")), f.fetch)
+						local, seq, int64(rapid.IntRange(1, 4).Draw(t, "chunk")), f.fetch)
 					if err != nil || got[0].Seq != seq || !sameMessage(got[0], published[seq-1]) {
 						t.Fatalf("read %d: %+v, %v", seq, got, err)
 					}
@@ -385,7 +399,7 @@ func TestBatchPipelineAgainstModel(t *testing.T) {
 				t.Fatalf("ledger %d starts at %d, want %d", l.led.id, l.first, next)
 			}
 			for e, p := range l.entries {
-				msgs, err := DecodeBatch(p)
+				msgs, err := DecodeBatch(p, local)
 				if err != nil || msgs[0].Seq != next {
 					t.Fatalf("ledger %d entry %d: first %d (want %d), %v", l.led.id, e, msgs[0].Seq, next, err)
 				}
@@ -395,7 +409,7 @@ func TestBatchPipelineAgainstModel(t *testing.T) {
 			ref := ledgerRef{id: f.id, first: l.first, last: next - 1, entries: int64(len(l.entries))}
 			for _, x := range []*entryIndex{written, fresh} {
 				for seq := l.first; seq <= ref.last; {
-					got, err := readFrom(context.Background(), x, ref, seq, int64(rapid.IntRange(1, 3).Draw(t, "chunk")), f.fetch)
+					got, err := readFrom(context.Background(), x, ref, local, seq, int64(rapid.IntRange(1, 3).Draw(t, "chunk")), f.fetch)
 					if err != nil {
 						t.Fatalf("read ledger %d from %d: %v", f.id, seq, err)
 					}

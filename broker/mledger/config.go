@@ -92,7 +92,12 @@ type Config struct {
 	// sequence); set it wherever the topic may replicate. A token of
 	// [A-Za-z0-9_-]+, like the topology's region names. A region's name
 	// must not change while its topics exist: a message stored under the
-	// old name would count as another region's.
+	// old name would count as another region's. The first Open with a
+	// Region records it as the topic's (TopicMeta.Region): local messages
+	// are stored compact (their origin sequence alone) while the two
+	// agree, and the stored ones keep the recorded name whatever this is
+	// later; an ML whose Region differs stores its local messages with
+	// full origins (about 50 bytes more each).
 	Region string
 	// CacheBytes bounds the memory held by recent confirmed messages
 	// kept for reads, in bytes (encoded size plus ~64 bytes overhead

@@ -7,24 +7,29 @@
 //
 //   - The topic's record at Name.Key() = "topics/<tenant>/<namespace>/<topic>"
 //     under the region's Store prefix (TopicMeta, JSON, snake_case): the
-//     caller's opaque Spec, the incarnation, FirstSeq, the ledger list
+//     caller's opaque Spec, the incarnation, the region its compact
+//     records name (Region, below), FirstSeq, the ledger list
 //     (each ledger's first sequence, entries, messages, bytes, first and
 //     last publish times, last local origin sequence, state), the
 //     Snapshot, and the Trash of ledgers awaiting deletion.
 //   - The entry format (entry.go): one ledger entry holds a batch of one
 //     or more consecutive messages: a version byte (2), the first
 //     sequence and the message count (a fixed 13-byte header), then per
-//     message a flags byte (bit 0: the origin fields follow the header),
-//     the publish time, the subject, the raw NATS header block, the
-//     origin (region, incarnation, origin sequence, origin time relative
-//     to the publish time) when flagged, and the data. Records without
-//     the flag (written before origins were) still decode, with no
-//     origin. Version 1 entries (one message each, written before
-//     batching) are still read. Sequence → (ledger, entry): a binary
-//     search of the list by first sequence, then of the entry index
-//     (index.go: each entry's first sequence), which the ML fills for the
-//     ledgers it writes and learns for older ones by reading their entries
-//     in order.
+//     message a flags byte, the publish time, the subject, the raw NATS
+//     header block, the origin when flagged, and the data. The origin is
+//     full (bit 0: region, incarnation, origin sequence, origin time
+//     relative to the publish time) for replicated messages, and compact
+//     (bit 1: the origin sequence alone) for local ones, whose region and
+//     incarnation the decoder takes from the topic's Local (TopicMeta's
+//     Region and Incarnation); bit 2 omits an origin time equal to the
+//     publish time. Records without an origin flag (written before
+//     origins were) still decode, with no origin, and full local origins
+//     (written before compact ones) too. Version 1 entries (one message
+//     each, written before batching) are still read. Sequence → (ledger,
+//     entry): a binary search of the list by first sequence, then of the
+//     entry index (index.go: each entry's first sequence), which the ML
+//     fills for the ledgers it writes and learns for older ones by reading
+//     their entries in order.
 //   - The batching policy (batch.go), below.
 //   - Publish checks and state (JetStream semantics, nats-wire §2.4):
 //     Nats-Msg-Id dedup within the duplicate window, the expected-last
@@ -82,6 +87,18 @@
 // the replicator core's Origin): region, topic incarnation, origin
 // sequence and origin time, in its record.
 //
+//   - A local message's record holds only its origin sequence (the
+//     compact form, entry.go): its region and incarnation are the topic's
+//     Local, TopicMeta.Region and TopicMeta.Incarnation, which every
+//     decoder is given (DecodeBatch, readFrom, recoverLedger) and fills
+//     in, so each Message produced (Read, ReadLocal, NextLocal, a
+//     takeover's replay and recovery) has its full origin. A decoder
+//     without them fails (ErrNoLocalStream), never returning an empty
+//     region. TopicMeta.Region is the Config.Region of the first Open that
+//     had one and never changes for an incarnation: compact records mean
+//     the region they were written in, even to an ML whose Config.Region
+//     is another (a renamed region), which reads them with the old name
+//     and writes its own local messages with full origins.
 //   - The incarnation is a UUID made by Create, or by the first Open of a
 //     topic created before incarnations (written with Open's conditioned
 //     write). A deleted and re-created topic gets a new one, so its
@@ -184,10 +201,14 @@
 //   - Bytes (State.Bytes, MaxBytes, DiscardNew MaxBytes): each message
 //     counts its record's size (EncodedSize; messages of ledgers written
 //     before batching are counted at their single-message entry's size, a
-//     few bytes more). After a trim that leaves a ledger partly
-//     live, its trimmed part is counted exactly for cached messages and at
-//     the ledger's average size for the others; the count is exact again
-//     once the whole ledger is below FirstSeq.
+//     few bytes more). A ledger's Bytes come from its length, but a
+//     message of a ledger written before compact origins, read back into
+//     the caches, counts there at its compact size (about 50 bytes less
+//     than its stored record: the caches' budget and the exact trimming
+//     of cached messages see that). After a trim that leaves a ledger
+//     partly live, its trimmed part is counted exactly for cached messages
+//     and at the ledger's average size for the others; the count is exact
+//     again once the whole ledger is below FirstSeq.
 //   - MaxAge: a ledger goes when its last message is older than MaxAge;
 //     within a ledger only cached messages are expired one by one, so an
 //     uncached message may outlive MaxAge until its ledger's last message

@@ -34,8 +34,33 @@ type Message struct {
 	// next local origin sequence and Time; for a replicated one, the
 	// origin it was published with (PublishOptions.Origin). The zero
 	// Origin (Seq 0) when none was recorded: messages written before
-	// origins were, or by an ML without Config.Region.
+	// origins were, or by an ML without Config.Region. Always complete
+	// when decoded: a compact record's region and incarnation come from
+	// its topic's Local.
 	Origin Origin
+}
+
+// Local is the origin stream that a topic's compact records stand for:
+// the region and incarnation of its TopicMeta (TopicMeta.Local; see
+// TopicMeta.Region for why not Config.Region). A record whose origin has
+// exactly this region and incarnation (every local publish, normally) is
+// written with flagLocalOrigin, without the two strings, and decodes
+// with them. The zero Local, or one with an empty field, stands for no
+// stream: nothing is written compact, and a compact record fails to
+// decode with ErrNoLocalStream (never with an empty region). Whoever
+// decodes a topic's entries must pass its Local: EncodedSize,
+// EncodeBatch and DecodeBatch take it.
+type Local struct {
+	Region      string
+	Incarnation string
+}
+
+// valid reports whether l names a stream.
+func (l Local) valid() bool { return l.Region != "" && l.Incarnation != "" }
+
+// has reports whether o is an origin of l's stream (written compact).
+func (l Local) has(o *Origin) bool {
+	return o.Seq > 0 && l.valid() && o.Region == l.Region && o.Incarnation == l.Incarnation
 }
 
 // HasOrigin reports whether m carries an origin (Origin.Seq > 0).
@@ -47,16 +72,18 @@ func (m *Message) HasOrigin() bool { return m.Origin.Seq > 0 }
 //	first    8 bytes   big-endian: the sequence of the first message
 //	count    4 bytes   big-endian: n ≥ 1 messages, sequences first..first+n-1
 //	n records, one per message, in sequence order:
-//	  flags    byte    bit 0 (flagOrigin): the origin fields follow the header
+//	  flags    byte    bit 0 (flagOrigin): full origin fields follow the header
+//	                   bit 1 (flagLocalOrigin): local origin fields follow it
+//	                   bit 2 (flagOriginNow): origin time = publish time
 //	  time     varint  publish time, Unix nanoseconds
 //	  subject  uvarint length, then the bytes
 //	  header   uvarint length, then the bytes (0: no header)
-//	  origin fields, only with flagOrigin:
-//	    region       uvarint length, then the bytes (not empty)
-//	    incarnation  uvarint length, then the bytes (not empty)
+//	  origin fields, only with flagOrigin or flagLocalOrigin:
+//	    region       uvarint length, then the bytes (not empty); flagOrigin only
+//	    incarnation  uvarint length, then the bytes (not empty); flagOrigin only
 //	    seq          uvarint  origin sequence (≥ 1)
 //	    time         varint   origin time minus the record's publish time,
-//	                          in nanoseconds (0 for a local publish)
+//	                          in nanoseconds; absent with flagOriginNow
 //	  data     uvarint length, then the bytes
 //
 // The entry header has a fixed size (batchHeaderSize) so that a ledger's
@@ -66,16 +93,32 @@ func (m *Message) HasOrigin() bool { return m.Origin.Seq > 0 }
 // message's size (EncodedSize, what Bytes and MaxBytes count) is known
 // when it is published.
 //
-// The flags byte says which optional fields a record has. Bit 0
-// (flagOrigin) is the message's origin (Message.Origin: ARCHITECTURE §4):
-// set exactly when the message has one (Origin.Seq > 0); records written
-// before origins were recorded have flags 0 and decode with the zero
-// Origin. The origin time is stored relative to the publish time, so a
-// local message's costs one byte; the arithmetic wraps, so any pair of
-// times round-trips. Other bits are reserved for later fields, which will
-// also go between the header and the data. Decoders reject any flag bit
-// they do not know, since they could not find where the record ends, and
-// an origin with an empty region or incarnation or sequence 0.
+// The flags byte says which optional fields a record has; they carry the
+// message's origin (Message.Origin: ARCHITECTURE §4), present exactly
+// when it has one (Origin.Seq > 0). Records written before origins were
+// recorded have flags 0 and decode with the zero Origin.
+//
+//   - flagOrigin: the full origin, region and incarnation included: a
+//     replicated message's (and every origin written before
+//     flagLocalOrigin was).
+//   - flagLocalOrigin: an origin of the topic's Local stream (its
+//     TopicMeta's Region and Incarnation): only the sequence (and time)
+//     are stored, about 50 bytes less than flagOrigin with a UUID
+//     incarnation, and the decoder fills in Local's region and
+//     incarnation. Every local publish is written so, unless Config.Region
+//     differs from TopicMeta.Region (a renamed region: see there).
+//   - flagOriginNow, with either: the origin time equals the publish time
+//     (every local publish's) and is not stored. Without it the time is
+//     stored relative to the publish time; the arithmetic wraps, so any
+//     pair of times round-trips. Records written before the flag store a
+//     zero difference, which still decodes.
+//
+// Other bits are reserved for later fields, which will also go between
+// the header and the data. Decoders reject any flag bit they do not know,
+// since they could not find where the record ends; flagOrigin and
+// flagLocalOrigin together, or flagOriginNow without either; an origin
+// with an empty region or incarnation or sequence 0; and a
+// flagLocalOrigin record when given no Local (ErrNoLocalStream).
 //
 // Version 1, written before batching, held exactly one message per entry
 // and is still decoded (DecodeBatch returns its one message):
@@ -92,10 +135,15 @@ const (
 	entryV2 = 2
 	// batchHeaderSize is the size of a version 2 entry's header.
 	batchHeaderSize = 1 + 8 + 4
-	// flagOrigin: the record has origin fields.
+	// flagOrigin: the record has full origin fields.
 	flagOrigin byte = 1 << 0
+	// flagLocalOrigin: the record has local origin fields (no region or
+	// incarnation: its topic's Local).
+	flagLocalOrigin byte = 1 << 1
+	// flagOriginNow: the origin time is the publish time (not stored).
+	flagOriginNow byte = 1 << 2
 	// flagsKnown are the record flag bits version 2 understands.
-	flagsKnown = flagOrigin
+	flagsKnown = flagOrigin | flagLocalOrigin | flagOriginNow
 	// minRecordSize is the smallest encoded record (flags, time and three
 	// zero lengths): it bounds the count a well-formed entry can claim.
 	minRecordSize = 5
@@ -103,26 +151,49 @@ const (
 	maxBatchCount = math.MaxUint32
 )
 
-// EncodedSize is the size of m's record in an entry: what m counts for
-// State.Bytes, MaxBytes and the rollover by bytes. The entry holding it
-// adds batchHeaderSize bytes, shared by its messages.
-func EncodedSize(m *Message) int {
+// EncodedSize is the size of m's record in an entry of a topic whose
+// Local is l: what m counts for State.Bytes, MaxBytes and the rollover by
+// bytes. The entry holding it adds batchHeaderSize bytes, shared by its
+// messages.
+func EncodedSize(m *Message, l Local) int {
 	return 1 + varintLen(m.Time.UnixNano()) +
 		uvarintLen(uint64(len(m.Subject))) + len(m.Subject) +
 		uvarintLen(uint64(len(m.Header))) + len(m.Header) +
-		originSize(m) +
+		originSize(m, recordFlags(m, l)) +
 		uvarintLen(uint64(len(m.Data))) + len(m.Data)
 }
 
-// originSize is the size of m's origin fields (0 without an origin).
-func originSize(m *Message) int {
-	o := &m.Origin
-	if o.Seq == 0 {
+// recordFlags is the flags byte of m's record in a topic whose Local is l.
+func recordFlags(m *Message, l Local) byte {
+	if m.Origin.Seq == 0 {
 		return 0
 	}
-	return uvarintLen(uint64(len(o.Region))) + len(o.Region) +
-		uvarintLen(uint64(len(o.Incarnation))) + len(o.Incarnation) +
-		uvarintLen(o.Seq) + varintLen(originDelta(m))
+	flags := flagOrigin
+	if l.has(&m.Origin) {
+		flags = flagLocalOrigin
+	}
+	if originDelta(m) == 0 {
+		flags |= flagOriginNow
+	}
+	return flags
+}
+
+// originSize is the size of m's origin fields in a record with flags (0
+// without an origin).
+func originSize(m *Message, flags byte) int {
+	o := &m.Origin
+	if flags&(flagOrigin|flagLocalOrigin) == 0 {
+		return 0
+	}
+	n := uvarintLen(o.Seq)
+	if flags&flagOrigin != 0 {
+		n += uvarintLen(uint64(len(o.Region))) + len(o.Region) +
+			uvarintLen(uint64(len(o.Incarnation))) + len(o.Incarnation)
+	}
+	if flags&flagOriginNow == 0 {
+		n += varintLen(originDelta(m))
+	}
+	return n
 }
 
 // originDelta is m's origin time minus its publish time, in nanoseconds
@@ -130,26 +201,27 @@ func originSize(m *Message) int {
 func originDelta(m *Message) int64 { return m.Origin.Time.UnixNano() - m.Time.UnixNano() }
 
 // appendRecord appends m's record (without its sequence, which the
-// entry header implies) to dst.
-func appendRecord(dst []byte, m *Message) []byte {
-	var flags byte
-	if m.Origin.Seq > 0 {
-		flags |= flagOrigin
-	}
+// entry header implies) in a topic whose Local is l to dst.
+func appendRecord(dst []byte, m *Message, l Local) []byte {
+	flags := recordFlags(m, l)
 	dst = append(dst, flags)
 	dst = binary.AppendVarint(dst, m.Time.UnixNano())
 	dst = binary.AppendUvarint(dst, uint64(len(m.Subject)))
 	dst = append(dst, m.Subject...)
 	dst = binary.AppendUvarint(dst, uint64(len(m.Header)))
 	dst = append(dst, m.Header...)
-	if flags&flagOrigin != 0 {
+	if flags&(flagOrigin|flagLocalOrigin) != 0 {
 		o := &m.Origin
-		dst = binary.AppendUvarint(dst, uint64(len(o.Region)))
-		dst = append(dst, o.Region...)
-		dst = binary.AppendUvarint(dst, uint64(len(o.Incarnation)))
-		dst = append(dst, o.Incarnation...)
+		if flags&flagOrigin != 0 {
+			dst = binary.AppendUvarint(dst, uint64(len(o.Region)))
+			dst = append(dst, o.Region...)
+			dst = binary.AppendUvarint(dst, uint64(len(o.Incarnation)))
+			dst = append(dst, o.Incarnation...)
+		}
 		dst = binary.AppendUvarint(dst, o.Seq)
-		dst = binary.AppendVarint(dst, originDelta(m))
+		if flags&flagOriginNow == 0 {
+			dst = binary.AppendVarint(dst, originDelta(m))
+		}
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(m.Data)))
 	return append(dst, m.Data...)
@@ -163,13 +235,14 @@ func appendBatchHeader(dst []byte, first uint64, n int) []byte {
 	return binary.BigEndian.AppendUint32(dst, uint32(n))
 }
 
-// EncodeBatch appends the version 2 entry holding msgs to dst and
-// returns it. msgs must not be empty and hold consecutive sequences
-// (msgs[i].Seq = msgs[0].Seq+i): only msgs[0].Seq is stored.
-func EncodeBatch(dst []byte, msgs []Message) []byte {
+// EncodeBatch appends the version 2 entry holding msgs, of a topic whose
+// Local is l, to dst and returns it. msgs must not be empty and hold
+// consecutive sequences (msgs[i].Seq = msgs[0].Seq+i): only msgs[0].Seq
+// is stored.
+func EncodeBatch(dst []byte, msgs []Message, l Local) []byte {
 	dst = appendBatchHeader(dst, msgs[0].Seq, len(msgs))
 	for i := range msgs {
-		dst = appendRecord(dst, &msgs[i])
+		dst = appendRecord(dst, &msgs[i], l)
 	}
 	return dst
 }
@@ -182,13 +255,15 @@ func batchSize(recordBytes int) int { return batchHeaderSize + recordBytes }
 // version 2 entries, from its length (payload bytes) and entry count.
 func msgBytes(length, entries int64) int64 { return length - entries*batchHeaderSize }
 
-// DecodeBatch decodes an entry written by EncodeBatch (version 2) or by
-// the single-message encoder before it (version 1) and returns its
-// messages, in sequence order (at least one). Subjects are copied;
-// Header and Data alias b (Header is nil when empty, Data nil when
-// empty). Errors wrap ErrCorrupt and name the malformed field (and the
-// message, for version 2); it never panics.
-func DecodeBatch(b []byte) ([]Message, error) {
+// DecodeBatch decodes an entry of a topic whose Local is l, written by
+// EncodeBatch (version 2) or by the single-message encoder before it
+// (version 1), and returns its messages, in sequence order (at least
+// one), with complete origins: a compact record's region and incarnation
+// are l's. Subjects are copied; Header and Data alias b (Header is nil
+// when empty, Data nil when empty). Errors wrap ErrCorrupt and name the
+// malformed field (and the message, for version 2); a compact record
+// with no valid l also wraps ErrNoLocalStream. It never panics.
+func DecodeBatch(b []byte, l Local) ([]Message, error) {
 	if len(b) == 0 {
 		return nil, fmt.Errorf("%w: empty entry", ErrCorrupt)
 	}
@@ -200,13 +275,13 @@ func DecodeBatch(b []byte) ([]Message, error) {
 		}
 		return []Message{m}, nil
 	case entryV2:
-		return decodeV2(b)
+		return decodeV2(b, l)
 	default:
 		return nil, fmt.Errorf("%w: entry version %d, want %d or %d", ErrCorrupt, b[0], entryV1, entryV2)
 	}
 }
 
-func decodeV2(b []byte) ([]Message, error) {
+func decodeV2(b []byte, l Local) ([]Message, error) {
 	if len(b) < batchHeaderSize {
 		return nil, fmt.Errorf("%w: entry of %d bytes, shorter than its %d-byte header", ErrCorrupt, len(b), batchHeaderSize)
 	}
@@ -226,7 +301,7 @@ func decodeV2(b []byte) ([]Message, error) {
 	for i := range msgs {
 		m := &msgs[i]
 		var err error
-		if p, err = decodeRecord(p, m, prev); err != nil {
+		if p, err = decodeRecord(p, m, prev, l); err != nil {
 			return nil, fmt.Errorf("%w (message %d of %d)", err, i+1, n)
 		}
 		m.Seq = first + uint64(i)
@@ -240,16 +315,25 @@ func decodeV2(b []byte) ([]Message, error) {
 	return msgs, nil
 }
 
-// decodeRecord decodes one version 2 record from p into m (all but Seq)
-// and returns the rest of p. prev, if not nil, is an origin decoded
-// before, whose strings m's origin shares when equal.
-func decodeRecord(p []byte, m *Message, prev *Origin) ([]byte, error) {
+// decodeRecord decodes one version 2 record of a topic whose Local is l
+// from p into m (all but Seq) and returns the rest of p. prev, if not
+// nil, is an origin decoded before, whose strings m's origin shares when
+// equal.
+func decodeRecord(p []byte, m *Message, prev *Origin, l Local) ([]byte, error) {
 	if len(p) == 0 {
 		return nil, fmt.Errorf("%w: entry record flags: no bytes left", ErrCorrupt)
 	}
 	flags := p[0]
 	if f := flags &^ flagsKnown; f != 0 {
 		return nil, fmt.Errorf("%w: entry record flags %#02x not known to version %d", ErrCorrupt, f, entryV2)
+	}
+	switch flags & (flagOrigin | flagLocalOrigin) {
+	case flagOrigin | flagLocalOrigin:
+		return nil, fmt.Errorf("%w: entry record flags %#02x: both full and local origin", ErrCorrupt, flags)
+	case 0:
+		if flags&flagOriginNow != 0 {
+			return nil, fmt.Errorf("%w: entry record flags %#02x: origin time without an origin", ErrCorrupt, flags)
+		}
 	}
 	p = p[1:]
 	ns, n := binary.Varint(p)
@@ -266,8 +350,8 @@ func decodeRecord(p []byte, m *Message, prev *Origin) ([]byte, error) {
 		return nil, err
 	}
 	m.Origin = Origin{}
-	if flags&flagOrigin != 0 {
-		if p, err = decodeOrigin(p, ns, &m.Origin, prev); err != nil {
+	if flags&(flagOrigin|flagLocalOrigin) != 0 {
+		if p, err = decodeOrigin(p, flags, ns, &m.Origin, prev, l); err != nil {
 			return nil, err
 		}
 	}
@@ -286,41 +370,53 @@ func decodeRecord(p []byte, m *Message, prev *Origin) ([]byte, error) {
 	return p, nil
 }
 
-// decodeOrigin decodes a record's origin fields from p into o (ns: the
-// record's publish time) and returns the rest of p. The region and
-// incarnation are prev's strings when equal (a batch's messages mostly
-// share them).
-func decodeOrigin(p []byte, ns int64, o *Origin, prev *Origin) ([]byte, error) {
-	region, p, err := lenPrefixed(p, "origin region")
-	if err != nil {
-		return nil, err
-	}
-	inc, p, err := lenPrefixed(p, "origin incarnation")
-	if err != nil {
-		return nil, err
+// decodeOrigin decodes a record's origin fields (flags: the record's,
+// with flagOrigin or flagLocalOrigin) from p into o (ns: the record's
+// publish time; l: its topic's Local) and returns the rest of p. A full
+// origin's region and incarnation are prev's strings when equal (a
+// batch's messages mostly share them); a local one's are l's.
+func decodeOrigin(p []byte, flags byte, ns int64, o *Origin, prev *Origin, l Local) ([]byte, error) {
+	var region, inc []byte
+	if flags&flagOrigin != 0 {
+		var err error
+		if region, p, err = lenPrefixed(p, "origin region"); err != nil {
+			return nil, err
+		}
+		if inc, p, err = lenPrefixed(p, "origin incarnation"); err != nil {
+			return nil, err
+		}
+		switch {
+		case len(region) == 0:
+			return nil, fmt.Errorf("%w: entry origin region empty", ErrCorrupt)
+		case len(inc) == 0:
+			return nil, fmt.Errorf("%w: entry origin incarnation empty", ErrCorrupt)
+		}
+	} else if !l.valid() {
+		return nil, fmt.Errorf("%w: %w (region %q, incarnation %q)", ErrCorrupt, ErrNoLocalStream, l.Region, l.Incarnation)
 	}
 	seq, n := binary.Uvarint(p)
 	if n <= 0 {
 		return nil, fmt.Errorf("%w: entry origin seq: bad uvarint", ErrCorrupt)
 	}
 	p = p[n:]
-	d, n := binary.Varint(p)
-	if n <= 0 {
-		return nil, fmt.Errorf("%w: entry origin time: bad varint", ErrCorrupt)
+	var d int64
+	if flags&flagOriginNow == 0 {
+		if d, n = binary.Varint(p); n <= 0 {
+			return nil, fmt.Errorf("%w: entry origin time: bad varint", ErrCorrupt)
+		}
+		p = p[n:]
 	}
-	p = p[n:]
-	switch {
-	case len(region) == 0:
-		return nil, fmt.Errorf("%w: entry origin region empty", ErrCorrupt)
-	case len(inc) == 0:
-		return nil, fmt.Errorf("%w: entry origin incarnation empty", ErrCorrupt)
-	case seq == 0:
+	if seq == 0 {
 		return nil, fmt.Errorf("%w: entry origin seq 0", ErrCorrupt)
 	}
 	*o = Origin{Seq: seq, Time: time.Unix(0, ns+d).UTC()}
-	if prev != nil && string(region) == prev.Region {
+	switch {
+	case flags&flagLocalOrigin != 0:
+		o.Region, o.Incarnation = l.Region, l.Incarnation
+		return p, nil
+	case prev != nil && string(region) == prev.Region:
 		o.Region = prev.Region
-	} else {
+	default:
 		o.Region = string(region)
 	}
 	if prev != nil && string(inc) == prev.Incarnation {

@@ -32,6 +32,12 @@ var (
 	// ErrCorrupt: stored data does not decode or does not match the
 	// metadata (an entry's sequence, a ledger list with a hole).
 	ErrCorrupt = errors.New("mledger: corrupt")
+	// ErrNoLocalStream: an entry holds a compact local-origin record
+	// (flagLocalOrigin, entry.go) and its decoder was given no Local to
+	// fill in the region and incarnation (the topic's TopicMeta has no
+	// Region, or the caller passed the zero Local). Always wrapped
+	// together with ErrCorrupt.
+	ErrNoLocalStream = errors.New("mledger: compact local-origin record without its topic's local stream")
 	// ErrBadOrigin: a replicated publish's or a gap record's origin is
 	// malformed (empty region or incarnation, sequence 0, a time outside
 	// Unix nanoseconds, a range with first > last, another topic's

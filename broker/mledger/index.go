@@ -150,15 +150,15 @@ func (l ledgerRef) chunk(maxBytes, maxEntries int) int64 {
 // in order (all of them).
 type fetchFunc func(ctx context.Context, lo, hi int64) ([][]byte, error)
 
-// readFrom returns the messages of closed ledger l from seq on, as far
-// as the entries of one read go (each fetch reads chunk entries): at
-// least seq itself, then the rest of its entry and of the entries read
-// with it. It starts at seq's entry when idx knows it, and otherwise
+// readFrom returns the messages of closed ledger l from seq on, decoded
+// with local (its topic's Local), as far as the entries of one read go
+// (each fetch reads chunk entries): at least seq itself, then the rest of
+// its entry and of the entries read with it. It starts at seq's entry when idx knows it, and otherwise
 // reads forward from the last entry idx knows (entry 0 for a ledger it
 // does not know), learning each entry on the way. It checks that every
 // entry continues the one before it (entry 0 starting at l.first, the
 // last ending at l.last). Errors: fetch's, or ErrCorrupt (wrapped).
-func readFrom(ctx context.Context, idx *entryIndex, l ledgerRef, seq uint64, chunk int64, fetch fetchFunc) ([]Message, error) {
+func readFrom(ctx context.Context, idx *entryIndex, l ledgerRef, local Local, seq uint64, chunk int64, fetch fetchFunc) ([]Message, error) {
 	if seq < l.first || seq > l.last || l.entries <= 0 {
 		return nil, fmt.Errorf("%w: seq %d is not in ledger %d (%d..%d, %d entries)", ErrCorrupt, seq, l.id, l.first, l.last, l.entries)
 	}
@@ -179,7 +179,7 @@ func readFrom(ctx context.Context, idx *entryIndex, l ledgerRef, seq uint64, chu
 		}
 		var out []Message
 		for _, p := range payloads {
-			msgs, err := DecodeBatch(p)
+			msgs, err := DecodeBatch(p, local)
 			if err != nil {
 				return nil, fmt.Errorf("ledger %d entry %d: %w", l.id, e, err)
 			}

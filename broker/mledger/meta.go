@@ -33,6 +33,21 @@ type TopicMeta struct {
 	// topic created before incarnations existed gets one at its next Open,
 	// written with Open's conditioned write.
 	Incarnation string `json:"incarnation,omitempty"`
+	// Region is the region whose origin stream, with Incarnation, the
+	// topic's compact records stand for (Local; entry.go flagLocalOrigin):
+	// the Config.Region of the first Open that had one, written with that
+	// Open's conditioned write (before any record), and never changed for
+	// this incarnation; a re-created topic (a new incarnation) starts
+	// without one. "" until then: no compact record was written.
+	//
+	// The rule: a compact record's origin is (Region, Incarnation) of the
+	// TopicMeta of its topic, whatever the Config.Region of the ML that
+	// reads it. A region renamed, or rebuilt under another name over the
+	// same metadata, so reads its old local messages with the name they
+	// were published under, never its new one; its ML (Config.Region ≠
+	// Region) writes its own local messages with full origins
+	// (flagOrigin), as it does replicated ones.
+	Region string `json:"region,omitempty"`
 	// FirstSeq is the logical first sequence: messages below it were
 	// purged, trimmed or expired. Persisted lazily (package doc).
 	FirstSeq uint64 `json:"first_seq"`
@@ -104,6 +119,11 @@ func (l *LedgerInfo) UnmarshalJSON(b []byte) error {
 	}
 	return nil
 }
+
+// Local is the origin stream the topic's compact records stand for:
+// Region and Incarnation (see Region). What DecodeBatch needs to decode
+// its entries.
+func (tm *TopicMeta) Local() Local { return Local{Region: tm.Region, Incarnation: tm.Incarnation} }
 
 // end is the last sequence a closed ledger holds (FirstSeq-1 if empty).
 func (l LedgerInfo) end() uint64 { return l.FirstSeq + uint64(max(l.Msgs, 0)) - 1 }

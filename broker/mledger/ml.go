@@ -30,6 +30,10 @@ type ML struct {
 	name Name
 	key  string
 	log  *slog.Logger
+	// local is the origin stream the topic's compact records stand for
+	// (TopicMeta.Local): every record is encoded and decoded with it.
+	// Fixed at Open.
+	local Local
 
 	// ctx ends when the ML stops; every goroutine and I/O of the ML
 	// watches it.
@@ -143,7 +147,7 @@ type request struct {
 func newML(cfg Config, name Name, tm *TopicMeta, rev int64, c *core) *ML {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &ML{
-		cfg: cfg, name: name, key: name.Key(),
+		cfg: cfg, name: name, key: name.Key(), local: tm.Local(),
 		log: cfg.Logger.With("topic", name.String()),
 		ctx: ctx, cancel: cancel,
 		core: c, spec: slices.Clone([]byte(tm.Spec)), created: tm.Created,

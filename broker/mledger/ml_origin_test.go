@@ -425,7 +425,8 @@ func TestSkipOrigin(t *testing.T) {
 // incarnations gets one at its next Open, kept afterwards; a topic
 // deleted and re-created gets another. Messages stored without origins
 // (no Config.Region) stay so; local origins start at 1 once the region is
-// set.
+// set, and the region is recorded then (TopicMeta.Region), and not for a
+// re-created topic.
 func TestIncarnation(t *testing.T) {
 	e := newEnv(t)
 	ctx := testCtx(t)
@@ -449,8 +450,8 @@ func TestIncarnation(t *testing.T) {
 	if _, err := uuid.Parse(inc); err != nil || ml.State().Incarnation != inc || ml.LocalStream().Incarnation != inc {
 		t.Fatalf("incarnation at open %q: %v", inc, err)
 	}
-	if tm, _, _ := Load(ctx, e.st, testTopic); tm.Incarnation != inc {
-		t.Fatalf("persisted incarnation %q, ML's %q", tm.Incarnation, inc)
+	if tm, _, _ := Load(ctx, e.st, testTopic); tm.Incarnation != inc || tm.Region != "" {
+		t.Fatalf("persisted incarnation %q, ML's %q; region %q", tm.Incarnation, inc, tm.Region)
 	}
 	for i := range 3 {
 		mustPublish(t, ml, "l", fmt.Sprint(i), PublishOptions{})
@@ -466,6 +467,9 @@ func TestIncarnation(t *testing.T) {
 	if ml2.Incarnation() != inc {
 		t.Fatalf("incarnation changed at reopen: %q, was %q", ml2.Incarnation(), inc)
 	}
+	if tm, _, _ := Load(ctx, e.st, testTopic); tm.Region != testRegion {
+		t.Fatalf("region %q recorded by the first Open with one", tm.Region)
+	}
 	seq := mustPublish(t, ml2, "l", "3", PublishOptions{})
 	if m, err := ml2.ReadLocal(ctx, 1); err != nil || m.Seq != seq || m.Seq != 4 {
 		t.Fatalf("first local origin: %+v, %v", m, err)
@@ -477,8 +481,8 @@ func TestIncarnation(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.create(testTopic, `{}`)
-	if tm, _, _ := Load(ctx, e.st, testTopic); tm.Incarnation == inc || tm.Incarnation == "" {
-		t.Fatalf("re-created topic's incarnation %q, old %q", tm.Incarnation, inc)
+	if tm, _, _ := Load(ctx, e.st, testTopic); tm.Incarnation == inc || tm.Incarnation == "" || tm.Region != "" {
+		t.Fatalf("re-created topic's incarnation %q, old %q; region %q", tm.Incarnation, inc, tm.Region)
 	}
 }
 

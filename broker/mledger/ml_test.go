@@ -630,7 +630,7 @@ func TestRecoverSpareAndHoles(t *testing.T) {
 				for ; s <= to && len(batch) < 2; s++ {
 					batch = append(batch, Message{Seq: s, Subject: "r", Data: []byte(fmt.Sprint(s)), Time: t0.Add(time.Duration(s) * time.Second)})
 				}
-				entry := EncodeBatch(nil, batch)
+				entry := EncodeBatch(nil, batch, Local{})
 				if v1 {
 					s = batch[0].Seq + 1
 					entry = encodeV1(nil, &batch[0])

@@ -20,7 +20,8 @@ import (
 //     list): sequences, subject index, dedup window, the last local
 //     origin sequence and the origin streams' high-water marks (the
 //     replayed messages carry their origins). A topic without an
-//     incarnation (created before incarnations) gets one here.
+//     incarnation (created before incarnations) gets one here, and one
+//     without a Region (TopicMeta.Region) gets cfg.Region.
 //  4. Create a new ledger (custom property CustomTopic) and write the
 //     list and a fresh snapshot, conditioned on cfg.Cond (and on the key's
 //     revision as loaded): a failed condition is ErrNotOwner.
@@ -45,11 +46,19 @@ func Open(ctx context.Context, cfg Config, name Name) (*ML, error) {
 	if tm.Incarnation == "" { // written with the list below
 		tm.Incarnation = newIncarnation()
 	}
+	renamed := tm.Region != "" && cfg.Region != "" && cfg.Region != tm.Region
+	if tm.Region == "" { // written with the list below, before any record
+		tm.Region = cfg.Region
+	}
 	c, from, err := restoreCore(&tm, cfg.Limits, cfg.MaxEntrySize-batchHeaderSize, name.TopicID(), cfg.Region)
 	if err != nil {
 		return nil, fmt.Errorf("mledger: open %s: %w", name, err)
 	}
 	m := newML(cfg, name, &tm, rev, c)
+	if renamed {
+		m.log.Warn("Config.Region is not the region the topic's local messages were written under: they keep that name, and this region's are written with full origins",
+			"region", cfg.Region, "topic_region", tm.Region)
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -112,7 +121,7 @@ func recoverOpen(ctx context.Context, lc *ledger.Client, tm *TopicMeta) error {
 			continue
 		}
 		if li.State != LedgerClosed {
-			r, err := recoverLedger(ctx, lc, li.ID, true)
+			r, err := recoverLedger(ctx, lc, li.ID, true, tm.Local())
 			if err != nil {
 				return err
 			}
@@ -132,7 +141,7 @@ func recoverOpen(ctx context.Context, lc *ledger.Client, tm *TopicMeta) error {
 	if sp := tm.Spare; sp != 0 {
 		tm.Spare = 0
 		chainable := next != 0 && !cut
-		r, err := recoverLedger(ctx, lc, sp, chainable)
+		r, err := recoverLedger(ctx, lc, sp, chainable, tm.Local())
 		if err != nil {
 			return err
 		}
@@ -148,10 +157,11 @@ func recoverOpen(ctx context.Context, lc *ledger.Client, tm *TopicMeta) error {
 
 // recoverLedger recovers ledger id (OpenForTakeover) and returns it as a
 // closed LedgerInfo: entries from its metadata; with read, first
-// sequence, message count and times from its first and last entries,
-// and message bytes from its length (exact for version 2 entries, which
-// have a fixed header; a version 1 entry is its message).
-func recoverLedger(ctx context.Context, lc *ledger.Client, id int64, read bool) (LedgerInfo, error) {
+// sequence, message count and times from its first and last entries
+// (decoded with local, the topic's Local), and message bytes from its
+// length (exact for version 2 entries, which have a fixed header; a
+// version 1 entry is its message).
+func recoverLedger(ctx context.Context, lc *ledger.Client, id int64, read bool, local Local) (LedgerInfo, error) {
 	md, err := lc.OpenForTakeover(ctx, id, ledgerPassword)
 	if err != nil {
 		return LedgerInfo{}, fmt.Errorf("recover ledger %d: %w", id, err)
@@ -169,7 +179,7 @@ func recoverLedger(ctx context.Context, lc *ledger.Client, id int64, read bool) 
 		if err != nil {
 			return nil, 0, fmt.Errorf("read ledger %d: %w", id, err)
 		}
-		msgs, err := DecodeBatch(ents[0].Payload)
+		msgs, err := DecodeBatch(ents[0].Payload, local)
 		if err != nil {
 			return nil, 0, fmt.Errorf("ledger %d entry %d: %w", id, e, err)
 		}
@@ -224,7 +234,7 @@ func (m *ML) replay(ctx context.Context, from uint64) error {
 				if msg.Seq == l.last() {
 					l.LastTime = msg.Time
 				}
-				m.cache.push(*msg, int64(EncodedSize(msg)))
+				m.cache.push(*msg, int64(EncodedSize(msg, m.local)))
 				m.cache.evict(int64(m.cfg.CacheBytes), ^uint64(0))
 			}
 			s += uint64(len(msgs))

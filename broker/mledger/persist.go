@@ -16,6 +16,7 @@ import (
 func (m *ML) buildMeta() TopicMeta {
 	return TopicMeta{
 		Spec: slices.Clone(m.spec), Created: m.created, Incarnation: m.core.incarnation,
+		Region:   m.local.Region,
 		FirstSeq: m.core.first,
 		Ledgers:  m.core.ledgerInfos(),
 		Snapshot: m.core.snapshot(m.cfg.Now(), m.cfg.MaxSnapshotDedup),

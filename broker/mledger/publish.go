@@ -66,7 +66,7 @@ func (m *ML) Publish(subject string, hdr, data []byte, o PublishOptions, done fu
 	} else {
 		msg.Origin = c.localOrigin(t)
 	}
-	size := EncodedSize(&msg)
+	size := EncodedSize(&msg, m.local)
 	dup, isDup, err := c.check(subject, len(hdr), len(data), size, &o, now)
 	if err != nil || isDup {
 		m.enqueue(&item{done: done, seq: dup, dup: isDup, err: err})
@@ -79,7 +79,7 @@ func (m *ML) Publish(subject string, hdr, data []byte, o PublishOptions, done fu
 	}
 	seq, _ := c.assign(subject, msgID, int64(size), now, o.Origin)
 	msg.Seq = seq
-	rec := appendRecord(make([]byte, 0, size), &msg)
+	rec := appendRecord(make([]byte, 0, size), &msg, m.local)
 	led := m.cur
 	it := &item{done: done, seq: seq, led: led, rec: rec, msg: storedMessage(rec, &msg), msgID: msgID, size: int64(size)}
 	m.enqueue(it)

@@ -67,7 +67,7 @@ func (m *ML) Read(ctx context.Context, seq uint64) (Message, error) {
 	}
 	m.mu.Lock()
 	for i := range msgs {
-		m.backlog.put(msgs[i], int64(EncodedSize(&msgs[i])))
+		m.backlog.put(msgs[i], int64(EncodedSize(&msgs[i], m.local)))
 	}
 	m.mu.Unlock()
 	return msgs[0], nil
@@ -92,7 +92,7 @@ func (m *ML) readLedger(ctx context.Context, l ledgerRef, seq uint64) ([]Message
 		}
 		return out, nil
 	}
-	return readFrom(ctx, m.index, l, seq, l.chunk(readAheadBytes, readAheadEntries), fetch)
+	return readFrom(ctx, m.index, l, m.local, seq, l.chunk(readAheadBytes, readAheadEntries), fetch)
 }
 
 // reader returns a (cached) reader of the closed ledger id.
