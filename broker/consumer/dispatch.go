@@ -328,5 +328,12 @@ func (c *Consumer) numPendingAbove(d uint64) uint64 {
 		}
 		n = min(n, best-d)
 	}
+	// Messages acknowledged ahead of delivery (AckElsewhere: another
+	// region's consumer acked them) will never be delivered.
+	if ahead := uint64(c.acks.Count(d+1, last)); ahead < n {
+		n -= ahead
+	} else {
+		n = 0
+	}
 	return n
 }
