@@ -48,6 +48,8 @@ func (n *Node) newJetStream() (*jetstream.Service, error) {
 	if o := n.region.Ownership; o.LeaseTTL > 0 || o.LoadThreshold > 0 {
 		cfg.LeaseTTL, cfg.LoadThreshold = time.Duration(o.LeaseTTL), o.LoadThreshold
 	}
+	cfg.Replicator.StallAfter = time.Duration(n.region.Replicator.StallAfter)
+	cfg.Replicator.BackoffMax = time.Duration(n.region.Replicator.BackoffMax)
 	if n.cfg.OwnershipLeaseTTL > 0 { // a test's override
 		cfg.LeaseTTL = n.cfg.OwnershipLeaseTTL
 	}

@@ -66,6 +66,18 @@ type Ownership struct {
 	LoadThreshold int `yaml:"load_threshold"`
 }
 
+// Replicator tunes a region's replicator cursors (ARCHITECTURE §4
+// "Geo-replication"). Zero fields take the defaults.
+type Replicator struct {
+	// StallAfter is how long a cursor with a backlog may go without
+	// progress before it is reported stalled (it keeps retrying).
+	// Default 60s; at least 1s.
+	StallAfter Duration `yaml:"stall_after"`
+	// BackoffMax caps the wait between a failing cursor's retries.
+	// Default 5s; at least 100ms.
+	BackoffMax Duration `yaml:"backoff_max"`
+}
+
 // Region is one Pulsar-style cluster of the mesh.
 type Region struct {
 	// Name is the region name (required; a token; unique in the mesh).
@@ -88,6 +100,9 @@ type Region struct {
 	// Ownership tunes how the region's brokers own namespace bundles
 	// (optional; defaults below).
 	Ownership Ownership `yaml:"ownership"`
+	// Replicator tunes the replicator cursors of the region's brokers
+	// (optional; defaults above).
+	Replicator Replicator `yaml:"replicator"`
 	// Metadata is "embedded" (one etcd node per region run by strata) or a
 	// list of external etcd endpoints.
 	Metadata Metadata `yaml:"metadata"`

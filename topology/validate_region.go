@@ -25,6 +25,12 @@ func (r *report) checkRegion(p string, rg *Region) {
 		r.errorf(field(field(p, "ownership"), "lease_ttl"), "%s is too short: at least 2s (etcd's lease floor)", time.Duration(o.LeaseTTL))
 	}
 	r.atLeast(field(field(p, "ownership"), "load_threshold"), int64(rg.Ownership.LoadThreshold), 1)
+	if d := time.Duration(rg.Replicator.StallAfter); d != 0 && d < time.Second {
+		r.errorf(field(field(p, "replicator"), "stall_after"), "%s is too short: at least 1s", d)
+	}
+	if d := time.Duration(rg.Replicator.BackoffMax); d != 0 && d < 100*time.Millisecond {
+		r.errorf(field(field(p, "replicator"), "backoff_max"), "%s is too short: at least 100ms", d)
+	}
 	r.checkMetadata(field(p, "metadata"), &rg.Metadata)
 	r.checkTier(field(p, "tier"), &rg.Tier)
 	for i, s := range rg.WANJoin {
