@@ -246,10 +246,16 @@ func (n *Node) startPools() error {
 // startPool starts one Serf pool for the node (on its fixed, else its
 // remembered port) and queues the join of its seeds.
 func (n *Node) startPool(pool string, profile gossip.Profile, port, remembered int, tags map[string]string, seeds []string) (*gossip.Pool, error) {
+	if err := os.MkdirAll(n.dir(), 0o755); err != nil {
+		return nil, err
+	}
 	p, err := withPort(port, remembered, func(port int) (*gossip.Pool, error) {
 		return gossip.Start(gossip.Config{
 			NodeName: n.name, BindAddr: n.host(), BindPort: port,
 			Tags: tags, Profile: profile, Logger: n.logger.With("pool", pool),
+			// A restarted node rejoins the members it knew (a broker whose
+			// WAN seeds were restarted too, or that had none).
+			SnapshotPath: filepath.Join(n.dir(), "serf-"+pool+".snapshot"),
 		})
 	})
 	if err != nil {
@@ -304,6 +310,7 @@ func (n *Node) startAdmin() error {
 		n.topicRoutes(n.admin)
 		n.bundleRoutes(n.admin)
 		n.replicationRoutes(n.admin)
+		n.subscriptionRoutes(n.admin)
 	}
 	n.admin.AddReadyCheck("metadata", func(ctx context.Context) error {
 		_, err := n.store.Get(ctx, n.registrationKey())

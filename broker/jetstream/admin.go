@@ -61,6 +61,9 @@ type SubscriptionStats struct {
 	Backlog        uint64    `json:"backlog"`
 	AckPolicy      string    `json:"ack_policy"`
 	Created        time.Time `json:"created"`
+	// Replicated: a replicated subscription (consumer metadata
+	// strata.replicated=true), acknowledged mesh-wide.
+	Replicated bool `json:"replicated"`
 }
 
 // Topics lists the region's topics, sorted, those of tenant (and
@@ -121,6 +124,7 @@ func (s *Service) TopicStats(ctx context.Context, name mledger.Name) (*TopicStat
 			Name: ci.Name, AckFloor: ci.AckFloor.Stream, Delivered: ci.Delivered.Stream,
 			NumAckPending: ci.NumAckPending, NumRedelivered: ci.NumRedelivered, NumWaiting: ci.NumWaiting,
 			Backlog: ci.NumPending, AckPolicy: string(ci.Config.AckPolicy), Created: ci.Created,
+			Replicated: isReplicated(&ci.Config),
 		})
 	}
 	var repl TopicReplication
@@ -158,4 +162,54 @@ func (s *Service) request(ctx context.Context, subject string, body []byte, v an
 	case <-ctx.Done():
 		return fmt.Errorf("jetstream: no answer to %s (no owner serving the topic yet?): %w", subject, ctx.Err())
 	}
+}
+
+// SubscriptionRequest is the admin API's PUT of a subscription: a
+// durable pull consumer (explicit acks) on the topic, replicated to the
+// other regions of its namespace's replication list when Replicated.
+type SubscriptionRequest struct {
+	Replicated    bool   `json:"replicated"`
+	FilterSubject string `json:"filter_subject,omitempty"`
+}
+
+// PutSubscription creates durable subscription name on topic n, or
+// updates it, through the JetStream API at the topic's owner (a
+// replicated one: consumer metadata strata.replicated=true). Errors:
+// ErrTopicNotFound, the API's error (*jsapi.APIError), ctx's when no
+// owner answers.
+func (s *Service) PutSubscription(ctx context.Context, n mledger.Name, name string, req SubscriptionRequest) error {
+	st := s.reg.topic(n)
+	if st == nil {
+		return ErrTopicNotFound
+	}
+	cfg := jsapi.ConsumerConfig{Durable: name, AckPolicy: jsapi.AckExplicit, FilterSubject: req.FilterSubject}
+	if req.Replicated {
+		cfg.Metadata = map[string]string{MetaReplicated: "true"}
+	}
+	body, _ := json.Marshal(jsapi.CreateConsumerRequest{Stream: st.stream, Config: cfg})
+	var resp jsapi.ConsumerInfoResponse
+	if err := s.request(ctx, jsapi.APIPrefix+"CONSUMER.CREATE."+st.stream+"."+name, body, &resp); err != nil {
+		return err
+	}
+	if resp.Error != nil {
+		return resp.Error
+	}
+	return nil
+}
+
+// DeleteSubscription deletes durable subscription name of topic n (a
+// replicated one in every region). Errors as PutSubscription's.
+func (s *Service) DeleteSubscription(ctx context.Context, n mledger.Name, name string) error {
+	st := s.reg.topic(n)
+	if st == nil {
+		return ErrTopicNotFound
+	}
+	var resp jsapi.SuccessResponse
+	if err := s.request(ctx, jsapi.APIPrefix+"CONSUMER.DELETE."+st.stream+"."+name, nil, &resp); err != nil {
+		return err
+	}
+	if resp.Error != nil {
+		return resp.Error
+	}
+	return nil
 }

@@ -136,6 +136,10 @@ func (t *topic) handleAPI(req jsapi.APIRequest, m message, mark uint64) {
 			fail(jsapi.ErrStreamStoreFailed(err))
 			return
 		}
+		if err := t.replicateConsumerDelete(ctx, r); err != nil {
+			fail(jsapi.ErrStreamStoreFailed(fmt.Errorf("deleted here; replicating the deletion failed: %w", err)))
+			return
+		}
 		s.replyJSON(m.reply, jsapi.SuccessResponse{Response: typ, Success: true})
 	case jsapi.KindConsumerNames, jsapi.KindConsumerList:
 		var body jsapi.ConsumerNamesRequest
@@ -349,7 +353,13 @@ func (t *topic) createConsumer(ctx context.Context, req jsapi.APIRequest, m mess
 	if max := st.config.MaxConsumers; max > 0 && len(t.runners()) >= max {
 		return nil, jsapi.ErrMaximumConsumersLimit()
 	}
-	src, rs := t.consumerSource(name, &cfg, nil)
+	var persisted []byte // a replicated subscription deleted before: its tombstone
+	if isReplicated(&cfg) {
+		if kv, err := t.s.cfg.Store.Get(ctx, rsubKey(t.name, name)); err == nil {
+			persisted = kv.Value
+		}
+	}
+	src, rs := t.consumerSource(name, &cfg, persisted)
 	c, err := consumer.New(cfg, nil, t.s.cfg.Now(), src, consumerOptions(st)...)
 	if err != nil {
 		return nil, jsapi.ErrConsumerCreate(err)

@@ -40,16 +40,21 @@ const (
 	replRestartWait  = time.Second
 	replBackoffMax   = 5 * time.Second
 	replAckTimeout   = 5 * time.Second
+	// The send window: 10000 sequences unanswered keep 10k msgs/s flowing
+	// through a 1 s store round trip at the remote; batches of up to 500
+	// messages (and 1 MiB) keep the requests few.
+	replMaxInFlight  = 10000
+	replMaxBatchMsgs = 500
 )
 
 // replConfig is the replicator configuration of this broker's senders.
 func (s *Service) replConfig() replicator.Config {
 	c, d := s.cfg.Replicator, replicator.DefaultConfig()
 	if c.MaxInFlight == 0 {
-		c.MaxInFlight = d.MaxInFlight
+		c.MaxInFlight = replMaxInFlight
 	}
 	if c.MaxBatchMsgs == 0 {
-		c.MaxBatchMsgs = d.MaxBatchMsgs
+		c.MaxBatchMsgs = replMaxBatchMsgs
 	}
 	if c.MaxBatchBytes == 0 {
 		c.MaxBatchBytes = d.MaxBatchBytes
@@ -157,14 +162,55 @@ type replSender struct {
 }
 
 // startReplication starts the topic's replicator cursors (openTopic,
-// once the topic is ready).
+// once the topic is ready), and removes those of regions the
+// namespace's replication list no longer names.
 func (t *topic) startReplication(ml *mledger.ML) {
+	t.s.goRun(t.dropStaleCursors)
 	for _, remote := range t.s.remotesOf(t.name) {
 		r := &replSender{t: t, ml: ml, remote: remote}
 		t.mu.Lock()
 		t.repl = append(t.repl, r)
 		t.mu.Unlock()
 		t.s.goRun(r.run)
+	}
+}
+
+// dropStaleCursors deletes the persisted positions of replicator
+// cursors towards regions no longer in the topic's replication list (a
+// policy change): up to 6 tries, backing off from 1 s to 32 s, while the
+// topic is served here. A region added back starts over from the
+// beginning of the retained messages.
+func (t *topic) dropStaleCursors() {
+	keep := t.s.remotesOf(t.name)
+	wait := time.Second
+	for try := 0; try < 6; try++ {
+		ctx, cancel := context.WithTimeout(t.s.ctx, 5*time.Second)
+		kvs, err := t.s.cfg.Store.List(ctx, replDir(t.name))
+		if err == nil {
+			for _, kv := range kvs {
+				remote := kv.Key[len(replDir(t.name)):]
+				if slices.Contains(keep, remote) {
+					continue
+				}
+				if _, derr := t.s.cfg.Store.Txn(ctx, []meta.Cond{t.own.Cond()}, meta.OpDelete(kv.Key)); derr != nil {
+					err = derr
+					continue
+				}
+				t.s.cfg.Logger.Info("replicator cursor removed: region no longer in the replication list",
+					"topic", t.name.String(), "cursor", ReplCursorName(remote))
+			}
+		}
+		cancel()
+		if err == nil {
+			return
+		}
+		t.s.cfg.Logger.Warn("removing stale replicator cursors failed", "topic", t.name.String(), "retry_in", wait, "err", err)
+		select {
+		case <-t.done:
+			return
+		case <-time.After(wait):
+		}
+		wait *= 2
 	}
 }
 

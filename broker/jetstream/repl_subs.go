@@ -75,6 +75,13 @@ func (t *topic) newRsub(name string, persisted []byte) *rsub {
 	if len(persisted) > 0 {
 		if set, err := replicator.DecodeSubSet(persisted); err == nil {
 			rs.set = set
+			if set.Deleted() {
+				// Created again after a deletion: a new epoch outranks
+				// the deletion's tombstone in every region.
+				if _, err := set.Reset(t.s.cfg.Now(), t.s.cfg.Region); err != nil {
+					t.s.cfg.Logger.Warn("replicated subscription: reset failed", "consumer", name, "err", err)
+				}
+			}
 		} else {
 			t.s.cfg.Logger.Warn("unreadable replicated subscription set: starting empty", "topic", t.name.String(), "consumer", name, "err", err)
 		}
@@ -310,6 +317,24 @@ func (t *topic) subSync(m message) {
 	}
 	r := t.runner(ss.Consumer)
 	if r == nil {
+		var tomb *replicator.SubSet // this region's record of a deletion
+		if kv, err := t.s.cfg.Store.Get(ctx, rsubKey(t.name, ss.Consumer)); err == nil {
+			tomb, _ = replicator.DecodeSubSet(kv.Value)
+		}
+		switch {
+		case set.Deleted():
+			// Deleted elsewhere and not here: keep the tombstone so an
+			// older set does not create it again.
+			if tomb == nil || tomb.Epoch().Compare(set.Epoch()) < 0 {
+				b, _ := set.MarshalBinary()
+				_, err = t.s.cfg.Store.Txn(ctx, []meta.Cond{t.own.Cond()}, meta.OpPut(rsubKey(t.name, ss.Consumer), b))
+			}
+			t.s.subSyncReply(m.reply, err)
+			return
+		case tomb != nil && tomb.Deleted() && set.Epoch().Compare(tomb.Epoch()) <= 0:
+			t.s.subSyncReply(m.reply, nil) // a set from before the deletion
+			return
+		}
 		if r, err = t.createReplicatedConsumer(ctx, ss); err != nil {
 			t.s.subSyncReply(m.reply, err)
 			return
@@ -339,7 +364,41 @@ func (t *topic) subSync(m message) {
 		t.s.subSyncReply(m.reply, err)
 		return
 	}
+	if r.rsub.set.Deleted() { // deleted in another region: here too
+		if err := t.deleteConsumer(ctx, r.name, r); err != nil {
+			t.s.subSyncReply(m.reply, err)
+			return
+		}
+		t.s.cfg.Logger.Info("replicated subscription deleted by another region", "topic", t.name.String(), "consumer", r.name, "origin", ss.Origin)
+	}
 	t.s.subSyncReply(m.reply, r.rsub.persist(ctx, ver, b))
+}
+
+// replicateConsumerDelete makes the deletion of a replicated
+// subscription (its runner stopped) mesh-wide: its set becomes a
+// tombstone (Delete: a new epoch), persisted here so that older sets do
+// not create it again, and queued for every other region like a topic
+// tombstone.
+func (t *topic) replicateConsumerDelete(ctx context.Context, r *runner) error {
+	rs := r.rsub
+	if rs == nil {
+		return nil
+	}
+	if _, err := rs.set.Delete(t.s.cfg.Now(), t.s.cfg.Region); err != nil {
+		return err
+	}
+	b, err := rs.set.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	cfg, _ := json.Marshal(r.cfg)
+	body := wire.EncodeSubSync(&wire.SubSync{Origin: t.s.cfg.Region, Consumer: r.name, Config: cfg, Set: b})
+	ops := []meta.Op{meta.OpPut(rsubKey(t.name, r.name), b)}
+	for _, remote := range t.s.remotesOf(t.name) {
+		ops = append(ops, meta.OpPut(tombOutPrefix+remote+"/"+t.name.String()+"/"+tombSubPrefix+r.name+"-"+formatNanos(t.s.cfg.Now()), body))
+	}
+	_, err = t.s.cfg.Store.Txn(ctx, []meta.Cond{t.own.Cond()}, ops...)
+	return err
 }
 
 // createReplicatedConsumer creates the consumer another region shipped

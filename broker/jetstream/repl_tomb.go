@@ -28,6 +28,10 @@ const (
 	tombOutPrefix = "tombstones/out/" // <remote>/<t>/<ns>/<topic>/<kind>-<unix ns> → wire.Tombstone
 	tombInPrefix  = "tombstones/in/"  // <t>/<ns>/<topic> → inTombstone
 	tombRetryMax  = 30 * time.Second
+	// tombSubPrefix starts the kind of a queued replicated-subscription
+	// deletion ("sub-<consumer>-<time>", a wire.SubSync with a deleted
+	// set, sent on the subscription-sync subject).
+	tombSubPrefix = "sub-"
 )
 
 // inTombstone is what a region keeps of the deletions it received.
@@ -119,7 +123,11 @@ func (s *Service) tombLoop() {
 			if !ok || s.ownerOf(name) != s.cfg.Name || now.Before(next[kv.Key]) {
 				continue
 			}
-			if err := s.sendTombstone(remote, name, kv.Value); err != nil {
+			subject := wire.TombstoneSubject
+			if strings.HasPrefix(rest[i+1:], tombSubPrefix) {
+				subject = wire.SubSyncSubject
+			}
+			if err := s.sendTombstone(remote, name, subject, kv.Value); err != nil {
 				d := min(max(2*wait[kv.Key], time.Second), tombRetryMax)
 				wait[kv.Key], next[kv.Key] = d, now.Add(d)
 				s.cfg.Logger.Info("tombstone not delivered yet", "topic", name.String(), "remote", remote, "retry_in", d, "err", err)
@@ -133,8 +141,9 @@ func (s *Service) tombLoop() {
 	}
 }
 
-// sendTombstone sends one tombstone to remote and waits for its reply.
-func (s *Service) sendTombstone(remote string, n mledger.Name, body []byte) error {
+// sendTombstone sends one tombstone to remote, on the subject subject
+// makes of the topic, and waits for its reply.
+func (s *Service) sendTombstone(remote string, n mledger.Name, subject func(replicator.TopicID) string, body []byte) error {
 	l, err := s.link(remote)
 	if err != nil {
 		return err
@@ -142,7 +151,7 @@ func (s *Service) sendTombstone(remote string, n mledger.Name, body []byte) erro
 	prefix, answers, unregister := l.Register()
 	defer unregister()
 	id := replicator.TopicID{Tenant: n.Tenant, Namespace: n.Namespace, Topic: n.Topic}
-	if err := l.Publish(wire.TombstoneSubject(id), prefix+"1", body); err != nil {
+	if err := l.Publish(subject(id), prefix+"1", body); err != nil {
 		return err
 	}
 	wait := time.NewTimer(5 * time.Second)

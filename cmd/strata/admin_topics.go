@@ -1,7 +1,11 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"github.com/stratamesh/strata/internal/adminclient"
+	"net/http"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -84,14 +88,89 @@ func newAdminTopics(flags *adminFlags) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return topicCommand(cmd, flags, args[0], "/stats", func(tw *tabwriter.Writer, region string, st *jetstream.TopicStats) {
-				fmt.Fprintln(tw, "REGION\tSUBSCRIPTION\tACK POLICY\tACK FLOOR\tDELIVERED\tUNACKED\tREDELIVERED\tBACKLOG")
-				for _, s := range st.Subscriptions {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", region, s.Name, s.AckPolicy, s.AckFloor, s.Delivered, s.NumAckPending, s.NumRedelivered, strconv.FormatUint(s.Backlog, 10))
-				}
+				printSubscriptions(tw, region, st.Subscriptions)
 			})
 		},
 	})
+	var replicated bool
+	var filter string
+	create := &cobra.Command{
+		Use:   "create-subscription TENANT/NAMESPACE/TOPIC SUBSCRIPTION",
+		Short: "Create a durable subscription (pull, explicit acks); --replicated makes it mesh-wide",
+		Long: "Create (or update) a durable subscription of a topic: a pull consumer with explicit acks,\n" +
+			"which NATS clients consume as STREAM/SUBSCRIPTION. With --replicated it is a replicated\n" +
+			"subscription: created in every region of the namespace's replication list, and what is\n" +
+			"acknowledged in one region is acknowledged in the others within about a second (the\n" +
+			"NATS API's way: consumer metadata strata.replicated=true). Needs --region when the mesh\n" +
+			"has several regions.",
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return subscriptionWrite(cmd, flags, http.MethodPut, args[0], args[1], jetstream.SubscriptionRequest{Replicated: replicated, FilterSubject: filter})
+		},
+	}
+	create.Flags().BoolVar(&replicated, "replicated", false, "replicate the subscription's acknowledgements to the other regions")
+	create.Flags().StringVar(&filter, "filter", "", "only messages whose subject matches this filter")
+	cmd.AddCommand(create)
+	cmd.AddCommand(&cobra.Command{
+		Use:   "delete-subscription TENANT/NAMESPACE/TOPIC SUBSCRIPTION",
+		Short: "Delete a durable subscription (a replicated one in every region)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return subscriptionWrite(cmd, flags, http.MethodDelete, args[0], args[1], nil)
+		},
+	})
 	return cmd
+}
+
+// subscriptionWrite sends a subscription PUT or DELETE to a broker of the
+// one region (--region) and prints the topic's subscriptions there.
+func subscriptionWrite(cmd *cobra.Command, flags *adminFlags, method, topic, sub string, body any) error {
+	p := strings.Split(topic, "/")
+	if len(p) != 3 || !validName(p[0]) || !validName(p[1]) || !validName(p[2]) {
+		return fmt.Errorf("%q is not TENANT/NAMESPACE/TOPIC (letters, digits, '-' and '_')", topic)
+	}
+	if !validName(sub) {
+		return fmt.Errorf("subscription name %q: use letters, digits, '-' and '_'", sub)
+	}
+	urls, order, err := flags.roleTargets("broker")
+	if err != nil {
+		return err
+	}
+	if len(order) != 1 {
+		return fmt.Errorf("the mesh has %d regions (%s): say which with --region", len(order), strings.Join(order, ", "))
+	}
+	client := &http.Client{Timeout: flags.timeout}
+	var a struct {
+		Region        string                        `json:"region"`
+		Subscriptions []jetstream.SubscriptionStats `json:"subscriptions"`
+	}
+	path := "/admin/v1/topics/" + topic + "/subscriptions/" + sub
+	for _, u := range urls[order[0]] {
+		ctx, cancel := context.WithTimeout(cmd.Context(), flags.timeout)
+		err = adminclient.Send(ctx, client, method, u, path, body, &a)
+		cancel()
+		var apiErr *adminclient.APIError
+		if err == nil || errors.As(err, &apiErr) {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if flags.json {
+		return printJSON(cmd, a)
+	}
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	printSubscriptions(tw, a.Region, a.Subscriptions)
+	return tw.Flush()
+}
+
+// printSubscriptions prints a region's subscriptions of a topic.
+func printSubscriptions(tw *tabwriter.Writer, region string, subs []jetstream.SubscriptionStats) {
+	fmt.Fprintln(tw, "REGION\tSUBSCRIPTION\tREPLICATED\tACK POLICY\tACK FLOOR\tDELIVERED\tUNACKED\tREDELIVERED\tBACKLOG")
+	for _, s := range subs {
+		fmt.Fprintf(tw, "%s\t%s\t%t\t%s\t%d\t%d\t%d\t%d\t%s\n", region, s.Name, s.Replicated, s.AckPolicy, s.AckFloor, s.Delivered, s.NumAckPending, s.NumRedelivered, strconv.FormatUint(s.Backlog, 10))
+	}
 }
 
 // topicCommand fetches one topic's stats from each region that has it and

@@ -104,6 +104,20 @@ func Post(ctx context.Context, client *http.Client, base, path string, in, v any
 	return do(ctx, client, http.MethodPost, base, path, body, v)
 }
 
+// Send sends in (JSON; nil: no body) with method (PUT, DELETE, …) to
+// base+path and decodes a 2xx JSON answer into v. Errors as Get's.
+func Send(ctx context.Context, client *http.Client, method, base, path string, in, v any) error {
+	var body []byte
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = b
+	}
+	return do(ctx, client, method, base, path, body, v)
+}
+
 func do(ctx context.Context, client *http.Client, method, base, path string, in []byte, v any) error {
 	if client == nil {
 		client = http.DefaultClient

@@ -46,6 +46,11 @@ type Config struct {
 	Tags map[string]string
 	// Profile picks timing; default ProfileLAN.
 	Profile Profile
+	// SnapshotPath, when set, is a file where Serf records the members it
+	// knows (Serf's snapshot). A node restarted on the same file rejoins
+	// them by itself, also after a graceful leave, so a restarted member
+	// finds its pool even when its seeds are gone or were never given.
+	SnapshotPath string
 	// Logger receives Serf and memberlist logs (their INFO at Debug level).
 	// Nil discards them.
 	Logger *slog.Logger

@@ -79,6 +79,10 @@ func Start(cfg Config) (*Pool, error) {
 	sc.MemberlistConfig.AdvertisePort = cfg.BindPort
 	sc.MemberlistConfig.Logger = sc.Logger
 	sc.MemberlistConfig.LogOutput = nil
+	if cfg.SnapshotPath != "" {
+		sc.SnapshotPath = cfg.SnapshotPath
+		sc.RejoinAfterLeave = true
+	}
 	if cfg.Profile == ProfileLoopback {
 		sc.LeavePropagateDelay = 100 * time.Millisecond
 		sc.ReapInterval = time.Second
