@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"sort"
 	"sync"
 	"testing"
@@ -130,6 +133,40 @@ func TestReplicatedSubscription(t *testing.T) {
 		rest := fetchIDs(t, b, 3, 10*time.Second, func(string) bool { return false })
 		if len(rest) != 3 || rest[0] != msgID(4) || rest[1] != msgID(6) || rest[2] != msgID(7) {
 			t.Fatalf("r2 delivered %v, want m-004 m-006 m-007", rest)
+		}
+	})
+
+	t.Run("admin-create-and-delete", func(t *testing.T) {
+		admin := func(region, method string) int {
+			req, err := http.NewRequest(method, c.regions[region].brokers["b1"].report.Admin+
+				"/admin/v1/topics/demo/geo/subs/subscriptions/audit", strings.NewReader(`{"replicated": true}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := c.http.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		if code := admin("r1", http.MethodPut); code != http.StatusOK {
+			t.Fatalf("PUT subscription in r1: %d", code)
+		}
+		b := waitConsumer(t, js2, "r2", "audit")
+		if info, err := b.Info(ctx); err != nil || info.Config.Metadata["strata.replicated"] != "true" {
+			t.Fatalf("r2's copy: %+v, %v", info, err)
+		}
+		if code := admin("r1", http.MethodDelete); code != http.StatusOK {
+			t.Fatalf("DELETE subscription in r1: %d", code)
+		}
+		testutil.Eventually(t, "the deletion replicated to r2", 30*time.Second, func() bool {
+			_, err := js2.Consumer(ctx, subsStream, "audit")
+			return errors.Is(err, jetstream.ErrConsumerNotFound)
+		})
+		time.Sleep(2 * time.Second) // r2's last syncs must not bring it back in r1
+		if _, err := js1.Consumer(ctx, subsStream, "audit"); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			t.Fatalf("r1 has audit again after its deletion: %v", err)
 		}
 	})
 
