@@ -38,6 +38,12 @@ fuzz:
 	$(GO) test ./broker/mledger -run '^$$' -fuzz '^FuzzDecodeEntry$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/jetstream -run '^$$' -fuzz '^FuzzEnvelope$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/jetstream -run '^$$' -fuzz '^FuzzDeliveryBatch$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./replicator/wire -run '^$$' -fuzz '^FuzzDecodeBatch$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./replicator/wire -run '^$$' -fuzz '^FuzzDecodeAnswer$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./replicator/wire -run '^$$' -fuzz '^FuzzDecodeSubSync$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./replicator/wire -run '^$$' -fuzz '^FuzzDecodeTombstone$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./replicator -run '^$$' -fuzz '^FuzzDecodeSubSet$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./region -run '^$$' -fuzz '^FuzzParseSubscriptionRequest$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/bundle -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $(FUZZTIME)
 
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
