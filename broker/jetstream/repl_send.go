@@ -43,8 +43,9 @@ const (
 	// The send window: 10000 sequences unanswered keep 10k msgs/s flowing
 	// through a 1 s store round trip at the remote; batches of up to 500
 	// messages (and 1 MiB) keep the requests few.
-	replMaxInFlight  = 10000
-	replMaxBatchMsgs = 500
+	replMaxInFlight   = 10000
+	replMaxBatchMsgs  = 500
+	replMaxBatchBytes = 512 << 10
 )
 
 // replConfig is the replicator configuration of this broker's senders.
@@ -57,7 +58,9 @@ func (s *Service) replConfig() replicator.Config {
 		c.MaxBatchMsgs = replMaxBatchMsgs
 	}
 	if c.MaxBatchBytes == 0 {
-		c.MaxBatchBytes = d.MaxBatchBytes
+		// Half the remote brokers' default max_payload (1 MiB): a batch
+		// with its envelope and the topic's definition always fits.
+		c.MaxBatchBytes = replMaxBatchBytes
 	}
 	if c.AckTimeout == 0 {
 		c.AckTimeout = replAckTimeout
