@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"regexp"
 	"syscall"
 	"testing"
 	"time"
@@ -81,6 +83,17 @@ func TestGeoReplicationGap(t *testing.T) {
 	}
 	if cur := st1.Replication.Cursors[0]; cur.Position != 210 || cur.GapRecords < 1 {
 		t.Fatalf("r1's cursor: %+v, want position 210 after a gap record", cur)
+	}
+	var metrics string
+	for _, id := range []string{"b1", "b2"} {
+		if resp, err := c.http.Get(r2.brokers[id].report.Admin + "/metrics"); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			metrics += string(b)
+		}
+	}
+	if !regexp.MustCompile(`strata_replication_lost_messages[_a-z]*\{[^}]*origin="r1"[^}]*topic="demo/geo/gap"[^}]*\} 150`).MatchString(metrics) {
+		t.Errorf("r2's brokers export no strata_replication_lost_messages of 150 for demo/geo/gap")
 	}
 	ids, _ := geoRead(t, geoConnect(t, r2.urls()), "geo:gap", 50)
 	for i, id := range ids {

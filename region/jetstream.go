@@ -50,6 +50,7 @@ func (n *Node) newJetStream() (*jetstream.Service, error) {
 	}
 	cfg.Replicator.StallAfter = time.Duration(n.region.Replicator.StallAfter)
 	cfg.Replicator.BackoffMax = time.Duration(n.region.Replicator.BackoffMax)
+	cfg.SubSyncInterval = time.Duration(n.region.Replicator.SyncInterval)
 	if n.cfg.OwnershipLeaseTTL > 0 { // a test's override
 		cfg.LeaseTTL = n.cfg.OwnershipLeaseTTL
 	}

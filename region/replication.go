@@ -13,8 +13,9 @@ import (
 // replicationRoutes mounts the broker's replication view (ARCHITECTURE
 // §4 "Lag"):
 //
-//	GET /admin/v1/replication   this broker's links to other regions and
-//	                            the replicator cursors of the topics it owns
+//	GET /admin/v1/replication   this broker's links to other regions, the
+//	                            replicator cursors of the topics it owns and
+//	                            the messages gap records skipped in them
 func (n *Node) replicationRoutes(s *adminhttp.Server) {
 	s.Handle("GET /admin/v1/replication", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		adminhttp.WriteJSON(w, http.StatusOK, map[string]any{
@@ -22,6 +23,7 @@ func (n *Node) replicationRoutes(s *adminhttp.Server) {
 			"broker":  n.name,
 			"links":   n.js.LinkStatus(),
 			"cursors": n.js.Replication(),
+			"lost":    n.js.OriginLosses(),
 		})
 	}))
 }
@@ -29,7 +31,8 @@ func (n *Node) replicationRoutes(s *adminhttp.Server) {
 // registerReplicationMetrics exports, per replicator cursor of the
 // topics this broker owns, strata.replication.lag.{messages,bytes,seconds}
 // and strata.replication.state (1 for the cursor's state), labelled
-// topic, remote (and state).
+// topic, remote (and state); and strata.replication.lost.messages per
+// topic and origin region.
 func registerReplicationMetrics(n *Node) error {
 	m := n.tel.Meter("github.com/stratamesh/strata/replicator")
 	lagMsgs, err := m.Int64ObservableGauge("strata.replication.lag.messages",
@@ -52,7 +55,15 @@ func registerReplicationMetrics(n *Node) error {
 	if err != nil {
 		return err
 	}
+	lost, err := m.Int64ObservableCounter("strata.replication.lost.messages",
+		metric.WithDescription("messages of another origin skipped by gap records: trimmed at their origin before they were replicated here, per topic and origin region"))
+	if err != nil {
+		return err
+	}
 	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for _, l := range n.js.OriginLosses() {
+			o.ObserveInt64(lost, int64(l.Lost), metric.WithAttributes(attribute.String("topic", l.Topic), attribute.String("origin", l.Region)))
+		}
 		for _, c := range n.js.Replication() {
 			attrs := metric.WithAttributes(attribute.String("topic", c.Topic), attribute.String("remote", c.Remote))
 			o.ObserveInt64(lagMsgs, int64(c.LagMsgs), attrs)
@@ -62,6 +73,6 @@ func registerReplicationMetrics(n *Node) error {
 				attribute.String("remote", c.Remote), attribute.String("state", c.State)))
 		}
 		return nil
-	}, lagMsgs, lagBytes, lagSecs, state)
+	}, lagMsgs, lagBytes, lagSecs, state, lost)
 	return err
 }

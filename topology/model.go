@@ -76,6 +76,9 @@ type Replicator struct {
 	// BackoffMax caps the wait between a failing cursor's retries.
 	// Default 5s; at least 100ms.
 	BackoffMax Duration `yaml:"backoff_max"`
+	// SyncInterval is how often a replicated subscription ships its
+	// acknowledgements to the other regions. Default 1s; at least 100ms.
+	SyncInterval Duration `yaml:"sync_interval"`
 }
 
 // Region is one Pulsar-style cluster of the mesh.

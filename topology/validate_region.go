@@ -31,6 +31,9 @@ func (r *report) checkRegion(p string, rg *Region) {
 	if d := time.Duration(rg.Replicator.BackoffMax); d != 0 && d < 100*time.Millisecond {
 		r.errorf(field(field(p, "replicator"), "backoff_max"), "%s is too short: at least 100ms", d)
 	}
+	if d := time.Duration(rg.Replicator.SyncInterval); d != 0 && d < 100*time.Millisecond {
+		r.errorf(field(field(p, "replicator"), "sync_interval"), "%s is too short: at least 100ms", d)
+	}
 	r.checkMetadata(field(p, "metadata"), &rg.Metadata)
 	r.checkTier(field(p, "tier"), &rg.Tier)
 	for i, s := range rg.WANJoin {

@@ -120,6 +120,10 @@ type Config struct {
 	// Replicator tunes replicator cursors (send window, batching,
 	// backoff, stall time); zero fields take replicator's defaults.
 	Replicator replicator.Config
+	// SubSyncInterval is how often a replicated subscription ships its
+	// ack set to the other regions. Default 1 s: a consumer that moves
+	// region gets at most about this much of acks again.
+	SubSyncInterval time.Duration
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -146,6 +150,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HandoverTimeout <= 0 {
 		c.HandoverTimeout = DefaultHandoverTimeout
+	}
+	if c.SubSyncInterval <= 0 {
+		c.SubSyncInterval = DefaultSubSyncInterval
 	}
 	if c.Now == nil {
 		c.Now = time.Now

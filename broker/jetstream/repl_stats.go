@@ -135,6 +135,39 @@ func (s *Service) Replication() []ReplicationStats {
 	return out
 }
 
+// OriginLoss is an origin stream of a topic this broker owns with the
+// messages gap records skipped (trimmed at their origin before they were
+// replicated here).
+type OriginLoss struct {
+	Topic       string `json:"topic"`
+	Region      string `json:"region"`
+	Incarnation string `json:"incarnation"`
+	Lost        uint64 `json:"lost"`
+}
+
+// OriginLosses lists the origin streams with losses of the topics this
+// broker owns.
+func (s *Service) OriginLosses() []OriginLoss {
+	s.mu.Lock()
+	topics := make([]*topic, 0, len(s.topics))
+	for _, t := range s.topics {
+		topics = append(topics, t)
+	}
+	s.mu.Unlock()
+	out := []OriginLoss{}
+	for _, t := range topics {
+		if !t.isReady() {
+			continue
+		}
+		for _, o := range t.ml.Origins() {
+			if o.Lost > 0 {
+				out = append(out, OriginLoss{Topic: t.name.String(), Region: o.Region, Incarnation: o.Incarnation, Lost: o.Lost})
+			}
+		}
+	}
+	return out
+}
+
 func sortReplication(rs []ReplicationStats) {
 	for i := 1; i < len(rs); i++ { // insertion sort: short lists
 		for j := i; j > 0 && replLess(rs[j], rs[j-1]); j-- {

@@ -20,7 +20,7 @@ import (
 // consumer whose metadata has "strata.replicated": "true", on a topic
 // that replicates across this region, keeps a replicator.SubSet: for
 // each origin stream, the origin sequences acknowledged. Every
-// SubSyncInterval its owner folds the consumer's new local acks into the
+// Config.SubSyncInterval its owner folds the consumer's new local acks into the
 // set (reading each message's origin) and ships what changed to every
 // other region of the list; a receiving region creates the consumer if
 // it lacks it, merges the set, and acknowledges every message it holds
@@ -33,8 +33,9 @@ import (
 // the subscription on ("true").
 const MetaReplicated = "strata.replicated"
 
-// SubSyncInterval is how often a replicated consumer ships its ack set.
-const SubSyncInterval = time.Second
+// DefaultSubSyncInterval is how often a replicated consumer ships its
+// ack set (Config.SubSyncInterval).
+const DefaultSubSyncInterval = time.Second
 
 // Bounds of the work one sync round does on the consumer's goroutine.
 const (
@@ -191,7 +192,7 @@ func (r *runner) shipLoop() {
 		}
 		cancel()
 	}()
-	tick := time.NewTicker(SubSyncInterval)
+	tick := time.NewTicker(r.t.s.cfg.SubSyncInterval)
 	defer tick.Stop()
 	remotes := r.t.s.remotesOf(r.t.name)
 	for first := true; ; first = false {

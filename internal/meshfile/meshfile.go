@@ -89,6 +89,9 @@ type BrokerState struct {
 	// Replication sums the replicator cursors of the broker's topics per
 	// remote region (from its GET /admin/v1/replication).
 	Replication []ReplicationState `json:"replication,omitempty"`
+	// Lost is how many messages of other origins gap records skipped in
+	// the broker's topics (trimmed at their origin before replication).
+	Lost uint64 `json:"lost,omitempty"`
 }
 
 // ReplicationState is a broker's replication to one remote region: how

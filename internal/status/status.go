@@ -265,13 +265,14 @@ func brokerState(ctx context.Context, client *http.Client, admin, name string) *
 			st.Topics += b.Topics
 		}
 	}
-	st.Replication = replicationState(ctx, client, admin)
+	st.Replication, st.Lost = replicationState(ctx, client, admin)
 	return st
 }
 
 // replicationState sums a broker's GET /admin/v1/replication per remote
-// region; nil when it does not answer or replicates nothing.
-func replicationState(ctx context.Context, client *http.Client, admin string) []meshfile.ReplicationState {
+// region (nil when it does not answer or replicates nothing) and its
+// messages lost to gap records.
+func replicationState(ctx context.Context, client *http.Client, admin string) ([]meshfile.ReplicationState, uint64) {
 	type view struct {
 		Links []struct {
 			Remote    string
@@ -283,10 +284,17 @@ func replicationState(ctx context.Context, client *http.Client, admin string) []
 			LagMsgs    uint64  `json:"lag_msgs"`
 			LagSeconds float64 `json:"lag_seconds"`
 		}
+		Lost []struct {
+			Lost uint64
+		}
 	}
 	v := fetchJSON[view](ctx, client, admin+"/admin/v1/replication")
 	if v == nil {
-		return nil
+		return nil, 0
+	}
+	var lost uint64
+	for _, l := range v.Lost {
+		lost += l.Lost
 	}
 	byRemote := map[string]*meshfile.ReplicationState{}
 	var order []string
@@ -315,7 +323,7 @@ func replicationState(ctx context.Context, client *http.Client, admin string) []
 	for _, r := range order {
 		out = append(out, *byRemote[r])
 	}
-	return out
+	return out, lost
 }
 
 // detail is the role-specific column: a bookie's instance, ledgers and
@@ -331,6 +339,9 @@ func detail(n meshfile.Node) string {
 			s += fmt.Sprintf(", %d bundles (%d topics)", len(br.Bundles), br.Topics)
 			for _, r := range br.Replication {
 				s += ", " + replicationText(r)
+			}
+			if br.Lost > 0 {
+				s += fmt.Sprintf(", %d replicated messages lost to retention at their origin", br.Lost)
 			}
 		}
 		return s
