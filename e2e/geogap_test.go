@@ -8,6 +8,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/stratamesh/strata/internal/testutil"
 )
 
 // geoGapPair is two regions whose demo/geo topics keep their last 50
@@ -100,5 +104,70 @@ func TestGeoReplicationGap(t *testing.T) {
 		if want := fmt.Sprintf("g-%03d", 161+i); id != want {
 			t.Fatalf("r2 message %d is %s, want %s", i, id, want)
 		}
+	}
+}
+
+// geoWorkPair is two regions whose demo/geo topics are work queues.
+const geoWorkPair = `mesh: e2e-geowq
+defaults:
+  ledger: {ensemble: 2, write_quorum: 2, ack_quorum: 2}
+  rollover: {max_entries: 20}
+  jetstream: {tenant: demo, namespace: streams}
+regions:
+  - {name: r1, brokers: 2, bookies: 3}
+  - {name: r2, brokers: 2, bookies: 3}
+tenants:
+  - name: demo
+    namespaces:
+      - name: streams
+      - name: geo
+        bundles: 2
+        retention: {mode: workqueue}
+`
+
+// TestGeoReplicationHoldsWorkQueue: a replicator cursor is interest like
+// a consumer's. With r2's brokers down, a work queue in r1 whose consumer
+// acknowledged every message keeps them until r2 has them: r2 gets all
+// 60, none lost, and only then does r1 drop them.
+func TestGeoReplicationHoldsWorkQueue(t *testing.T) {
+	c := startGeoCluster(t, geoWorkPair, []string{"r1", "r2"})
+	js1 := geoConnect(t, c.regions["r1"].urls())
+	ctx := context.Background()
+	r2 := c.regions["r2"]
+	for _, id := range []string{"b1", "b2"} {
+		r2.brokers[id].signal(syscall.SIGKILL)
+		<-r2.brokers[id].done
+	}
+	for i := 1; i <= 60; i++ {
+		if _, err := js1.Publish(ctx, "demo.geo.wq", []byte(fmt.Sprintf("w-%02d", i))); err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+	}
+	cons, err := js1.CreateConsumer(ctx, "geo:wq", jetstream.ConsumerConfig{Durable: "worker", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fetchIDs(t, cons, 60, 20*time.Second, func(string) bool { return true }); len(got) != 60 {
+		t.Fatalf("worker got %d of 60", len(got))
+	}
+	time.Sleep(3 * time.Second) // retention rounds
+	st, err := c.topicStats("r1", "demo/geo/wq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Messages != 60 {
+		t.Fatalf("r1 holds %d messages after the worker acked all 60, want all 60 kept for r2", st.Messages)
+	}
+	for _, id := range []string{"b1", "b2"} {
+		r2.start(t, c.dir, id)
+	}
+	testutil.Eventually(t, "r2 has all 60 and r1 dropped them", 90*time.Second, func() bool {
+		s1, err1 := c.topicStats("r1", "demo/geo/wq")
+		s2, err2 := c.topicStats("r2", "demo/geo/wq")
+		return err1 == nil && err2 == nil && s1.Messages == 0 && s2.Messages == 60
+	})
+	s2, err := c.topicStats("r2", "demo/geo/wq")
+	if err != nil || s2.Replication == nil || s2.Replication.OriginsLost != 0 {
+		t.Fatalf("r2's origins: %+v (%v), want nothing lost", s2.Replication, err)
 	}
 }

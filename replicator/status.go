@@ -8,7 +8,9 @@ type Health uint8
 const (
 	// Replicating: sending (or caught up), not waiting for a retry.
 	Replicating Health = iota + 1
-	// BackingOff: a failure happened; nothing is sent until the retry time.
+	// BackingOff: the last attempts failed (failures in a row since the
+	// last progress): waiting for the retry time, or retrying and not yet
+	// answered. The first success makes it Replicating again.
 	BackingOff
 	// Stalled: the backlog has not been empty and the position has not
 	// moved for Config.StallAfter. The sender keeps retrying; it leaves
@@ -82,7 +84,7 @@ func (s *Sender) Health(now time.Time) Health {
 	switch {
 	case !s.behindFrom.IsZero() && s.src.LastSeq() > s.acked && now.Sub(s.behindFrom) >= s.cfg.StallAfter:
 		return Stalled
-	case now.Before(s.retryAt):
+	case now.Before(s.retryAt) || s.failures > 0:
 		return BackingOff
 	}
 	return Replicating

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stratamesh/strata/broker/mledger"
@@ -159,6 +160,8 @@ type replSender struct {
 	ml     *mledger.ML
 	remote string
 
+	pos atomic.Uint64 // the sender's position (origin sequence acknowledged), for retention
+
 	mu     sync.Mutex
 	status replicator.Status
 	err    string // the last error, for status
@@ -310,6 +313,7 @@ func (r *replSender) life(ctx context.Context) error {
 		if err != nil {
 			r.setErr(err)
 		}
+		r.pos.Store(snd.Position())
 		if pos := snd.Position(); pos != persisted && now.Sub(lastPersist) >= replPersistEvery {
 			if err := r.persist(ctx, snd.State()); err != nil {
 				return err

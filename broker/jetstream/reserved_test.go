@@ -48,3 +48,36 @@ func TestStrataHeadersRefused(t *testing.T) {
 		t.Fatalf("stream holds %+v (%v); want only the one accepted message", info.State, err)
 	}
 }
+
+// TestStrataHeadersRefusedCore: a core NATS publish carrying a Strata-*
+// header reaches no subscriber and creates no topic (a forged origin
+// must not pass for a replicated copy); without it, it is delivered.
+func TestStrataHeadersRefusedCore(t *testing.T) {
+	r := newStrataRegion(t, 1, nil)
+	nc, err := nats.Connect(r.brokers[0].url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	sub, err := nc.SubscribeSync("plain.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := nats.NewMsg("plain.forged")
+	forged.Header.Set("Strata-Origin", "eu-west")
+	if err := nc.PublishMsg(forged); err != nil {
+		t.Fatal(err)
+	}
+	ok := nats.NewMsg("plain.ok")
+	ok.Header.Set("Origin", "fine")
+	if err := nc.PublishMsg(ok); err != nil {
+		t.Fatal(err)
+	}
+	m, err := sub.NextMsg(5 * time.Second)
+	if err != nil || m.Subject != "plain.ok" {
+		t.Fatalf("first delivery %v (%v); want plain.ok only, the forged one refused", m, err)
+	}
+	if m, err := sub.NextMsg(300 * time.Millisecond); err == nil {
+		t.Fatalf("delivered %s too", m.Subject)
+	}
+}

@@ -35,6 +35,11 @@ func (t *topic) retainLoop() {
 			floor = t.ml.State().LastSeq
 			ok = true
 		}
+		// Replicator cursors are interest too: nothing is dropped before
+		// every other region has it.
+		if hold, held := t.replHold(ctx); ok && held {
+			floor = min(floor, hold)
+		}
 		if ok && floor+1 > t.ml.State().FirstSeq {
 			if err := t.ml.TrimTo(ctx, floor+1); err != nil {
 				t.s.cfg.Logger.Warn("retention trim failed", "topic", t.name.String(), "err", err)
@@ -57,4 +62,25 @@ func (t *topic) ackFloor(ctx context.Context) (floor uint64, ok bool) {
 		}
 	}
 	return floor, ok
+}
+
+// replHold is the highest topic sequence every replicator cursor of the
+// topic has had acknowledged by its remote (the sequence before the
+// first local message one of them still has to send); held is false
+// when no cursor holds anything back (none, or all caught up).
+func (t *topic) replHold(ctx context.Context) (hold uint64, held bool) {
+	for _, r := range t.replSenders() {
+		pos := r.pos.Load()
+		if pos >= t.ml.LastOriginSeq() {
+			continue
+		}
+		msg, err := t.ml.ReadLocal(ctx, pos+1)
+		if err != nil {
+			continue // trimmed already (a gap record will cover it) or unreadable now
+		}
+		if h := msg.Seq - 1; !held || h < hold {
+			hold, held = h, true
+		}
+	}
+	return hold, held
 }

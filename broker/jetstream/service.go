@@ -12,7 +12,9 @@ import (
 
 	"github.com/stratamesh/strata/broker"
 	"github.com/stratamesh/strata/broker/bundle"
+	"github.com/stratamesh/strata/broker/jsapi"
 	"github.com/stratamesh/strata/broker/mledger"
+	"github.com/stratamesh/strata/broker/natsproto"
 	"github.com/stratamesh/strata/internal/meta"
 	"github.com/stratamesh/strata/replicator/link"
 )
@@ -197,6 +199,20 @@ func (s *Service) ClientPublish(ci broker.ClientInfo, subject, reply, hdr, paylo
 	}
 	if subject[0] == '_' {
 		return broker.HookRoute // _INBOX and friends: never stored
+	}
+	if len(hdr) > 0 {
+		// Strata-* headers are the mesh's own (ARCHITECTURE §4): a
+		// message carrying one could pass for another region's copy, to
+		// JetStream and to core subscribers alike. It goes nowhere; a
+		// request gets the JetStream error.
+		if k, ok := natsproto.HeaderKeyWithPrefix(hdr, reservedHeaderPrefix); ok {
+			if len(reply) > 0 {
+				s.respond(string(reply), pubAckError("", withDesc(jsapi.ErrBadRequest(),
+					"header "+k+" is reserved: Strata-* headers are set by Strata on replicated copies, never by clients")))
+			}
+			s.cfg.Logger.Debug("refused a publish with a reserved header", "subject", string(subject), "header", k)
+			return broker.HookConsumed
+		}
 	}
 	st := s.reg.captures(subject)
 	if st == nil {
