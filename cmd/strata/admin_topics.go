@@ -201,10 +201,16 @@ func topicCommand(cmd *cobra.Command, flags *adminFlags, arg, suffix string, sho
 		return printJSON(cmd, all)
 	}
 	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	first := true
 	for _, a := range all {
-		if a.Topic != nil {
-			show(tw, a.Region, a.Topic)
+		if a.Topic == nil {
+			continue
 		}
+		if !first && suffix == "/stats" {
+			fmt.Fprintln(tw) // a blank line between regions' blocks
+		}
+		first = false
+		show(tw, a.Region, a.Topic)
 	}
 	return tw.Flush()
 }

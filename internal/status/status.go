@@ -321,7 +321,9 @@ func replicationState(ctx context.Context, client *http.Client, admin string) ([
 	sort.Strings(order)
 	out := make([]meshfile.ReplicationState, 0, len(order))
 	for _, r := range order {
-		out = append(out, *byRemote[r])
+		if rs := byRemote[r]; rs.Cursors > 0 || !rs.Connected {
+			out = append(out, *rs) // a link with no cursor left is nothing to show
+		}
 	}
 	return out, lost
 }
