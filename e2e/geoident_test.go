@@ -15,7 +15,8 @@ import (
 )
 
 // TestGeoReplicationIdentity: a client's Strata-Origin header is
-// refused; a topic deleted in its origin region is deleted in the other
+// refused; a stream created or updated through the API in one region is
+// created or updated in the other; a topic deleted in its origin region is deleted in the other
 // (a tombstone) and, re-created there, replicates its new messages (a
 // new incarnation, not dropped against the old high-water mark); a
 // region rebuilt from an empty data dir gets the origin's retained
@@ -40,6 +41,23 @@ func TestGeoReplicationIdentity(t *testing.T) {
 	if _, err := js1.PublishMsg(ctx, msg); err == nil || !strings.Contains(err.Error(), "reserved") {
 		t.Fatalf("a client's Strata-Origin header: err %v, want refused as reserved", err)
 	}
+
+	// A stream created and reconfigured through the API in r1 appears,
+	// and changes, in r2 before it has any message.
+	if _, err := js1.CreateStream(ctx, jetstream.StreamConfig{Name: "CONF", Subjects: []string{"conf.>"}}); err != nil {
+		t.Fatalf("create CONF in r1: %v", err)
+	}
+	testutil.Eventually(t, "CONF created in r2", 30*time.Second, func() bool {
+		st, err := js2.Stream(ctx, "CONF")
+		return err == nil && st.CachedInfo().Config.Subjects[0] == "conf.>"
+	})
+	if _, err := js1.UpdateStream(ctx, jetstream.StreamConfig{Name: "CONF", Subjects: []string{"conf.>"}, MaxMsgs: 4}); err != nil {
+		t.Fatalf("update CONF in r1: %v", err)
+	}
+	testutil.Eventually(t, "CONF's max_msgs 4 in r2", 30*time.Second, func() bool {
+		st, err := js2.Stream(ctx, "CONF")
+		return err == nil && st.CachedInfo().Config.MaxMsgs == 4
+	})
 
 	pub(js1, "old", 1, 5)
 	pub(js2, "r2old", 1, 2)

@@ -10,6 +10,7 @@ import (
 	"github.com/stratamesh/strata/broker/jsapi"
 	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/broker/natsproto"
+	"github.com/stratamesh/strata/replicator/wire"
 )
 
 // maxStreamName is the longest stream name, in bytes (the reference's
@@ -151,6 +152,9 @@ func (s *Service) createStream(req jsapi.APIRequest, m message) {
 	st := &stream{name: name, stream: cfg.Name, config: *cfg, created: now}
 	s.reg.put(st)
 	s.topicAdded(name)
+	if err := s.queueDefinition(ctx, name, wire.TombCreate, spec); err != nil {
+		s.cfg.Logger.Warn("stream created here; queueing it for the other regions failed (they create it with its first message)", "topic", name.String(), "err", err)
+	}
 	info := &jsapi.StreamInfo{Config: *cfg, Created: now, TimeStamp: now}
 	s.replyJSON(m.reply, jsapi.StreamCreateResponse{Response: jsapi.Response{Type: req.Kind.ResponseType()}, StreamInfo: info, DidCreate: true})
 }

@@ -65,6 +65,10 @@ func (t *topic) handleAPI(req jsapi.APIRequest, m message, mark uint64) {
 			fail(e)
 			return
 		}
+		spec, _ := json.Marshal(topicSpec{Stream: cfg.Name, Config: *cfg})
+		if err := s.queueDefinition(ctx, t.name, wire.TombUpdate, spec); err != nil {
+			s.cfg.Logger.Warn("stream updated here; queueing the change for the other regions failed", "topic", t.name.String(), "err", err)
+		}
 		s.replyJSON(m.reply, jsapi.StreamCreateResponse{Response: typ, StreamInfo: t.info("")})
 	case jsapi.KindStreamInfo:
 		var body jsapi.StreamInfoRequest

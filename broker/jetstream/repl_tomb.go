@@ -81,6 +81,68 @@ func (t *topic) queueTombstones(ctx context.Context, kind string) error {
 
 func formatNanos(at time.Time) string { return at.Format("20060102T150405.000000000") }
 
+// queueDefinition records a stream created (TombCreate) or reconfigured
+// (TombUpdate) through the API here for every remote region of its
+// namespace, with its definition spec, so they create or update their
+// copy without waiting for a message. Errors: etcd's (the stream exists
+// here anyway; the other regions create it with its first message).
+func (s *Service) queueDefinition(ctx context.Context, n mledger.Name, kind string, spec []byte) error {
+	remotes := s.remotesOf(n)
+	if len(remotes) == 0 {
+		return nil
+	}
+	tb := wire.Tombstone{Kind: kind, Origin: s.cfg.Region, At: s.cfg.Now().UTC(), Definition: spec}
+	body := wire.EncodeTombstone(&tb)
+	var ops []meta.Op
+	for _, r := range remotes {
+		ops = append(ops, meta.OpPut(tombOutPrefix+r+"/"+n.String()+"/"+kind+"-"+formatNanos(tb.At), body))
+	}
+	_, err := s.cfg.Store.Txn(ctx, nil, ops...)
+	return err
+}
+
+// applyDefinition creates or updates this region's copy of topic n from
+// another region's definition (a create or update record).
+func (s *Service) applyDefinition(ctx context.Context, n mledger.Name, tb *wire.Tombstone, m message) {
+	reply := m.reply
+	if s.reg.topic(n) == nil {
+		err := mledger.Create(ctx, s.cfg.Store, n, tb.Definition, s.cfg.Now().UTC())
+		if err == nil || errors.Is(err, mledger.ErrExists) {
+			if tm, _, lerr := mledger.Load(ctx, s.cfg.Store, n); lerr == nil && s.reg.put(decodeStream(n, tm)) {
+				s.topicAdded(n)
+			}
+			err = nil
+		}
+		s.subSyncReply(reply, err)
+		return
+	}
+	if tb.Kind != wire.TombUpdate {
+		s.subSyncReply(reply, nil) // it exists already
+		return
+	}
+	var spec topicSpec
+	if err := json.Unmarshal(tb.Definition, &spec); err != nil {
+		s.subSyncReply(reply, err)
+		return
+	}
+	s.toOwner(n, m, func(t *topic) { // m itself goes to another owner
+
+		s.goAPI(func() {
+			ctx, cancel := context.WithTimeout(s.ctx, apiTimeout)
+			defer cancel()
+			if cur := t.stream(); !sameConfig(&cur.config, &spec.Config) {
+				if e := t.update(ctx, cur, &spec.Config); e != nil {
+					// Not retried: this region's configuration conflicts
+					// (e.g. overlapping subjects); it keeps its own.
+					s.cfg.Logger.Warn("another region's stream configuration not applied here",
+						"topic", n.String(), "origin", tb.Origin, "err", e.Description)
+				}
+			}
+			s.subSyncReply(reply, nil)
+		})
+	})
+}
+
 // forgetReplication deletes a deleted topic's replicator positions and
 // replicated subscription sets.
 func (t *topic) forgetReplication(ctx context.Context) {
@@ -189,6 +251,10 @@ func (s *Service) dispatchTombstone(m message) {
 	s.goAPI(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, apiTimeout)
 		defer cancel()
+		if tb.Kind == wire.TombCreate || tb.Kind == wire.TombUpdate {
+			s.applyDefinition(ctx, name, tb, m)
+			return
+		}
 		if tb.Kind == wire.TombDelete {
 			if err := s.recordTombstone(ctx, name, tb); err != nil {
 				s.subSyncReply(m.reply, err)

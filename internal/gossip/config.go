@@ -77,6 +77,19 @@ func (c Config) Validate() error {
 }
 
 // memberlistConfig builds memberlist's configuration for a profile.
+// reclaimTime is how long a dead member's name stays bound to its old
+// address before a node with another address may take it.
+func reclaimTime(p Profile) time.Duration {
+	switch p {
+	case ProfileLoopback:
+		return time.Second
+	case ProfileWAN:
+		return 30 * time.Second
+	default:
+		return 10 * time.Second
+	}
+}
+
 func memberlistConfig(p Profile) *memberlist.Config {
 	switch p {
 	case ProfileWAN:

@@ -79,6 +79,14 @@ func Start(cfg Config) (*Pool, error) {
 	sc.MemberlistConfig.AdvertisePort = cfg.BindPort
 	sc.MemberlistConfig.Logger = sc.Logger
 	sc.MemberlistConfig.LogOutput = nil
+	// A node restarted on new ports (its data dir rebuilt) comes back
+	// under its old name while the others still list the old address.
+	// Serf's name-conflict vote would make the new node quit (the dead
+	// one cannot answer); instead the name is reclaimed once the old
+	// address is found dead. Two live nodes never share a name: a node's
+	// registration in etcd refuses a duplicate.
+	sc.EnableNameConflictResolution = false
+	sc.MemberlistConfig.DeadNodeReclaimTime = reclaimTime(cfg.Profile)
 	if cfg.SnapshotPath != "" {
 		sc.SnapshotPath = cfg.SnapshotPath
 		sc.RejoinAfterLeave = true

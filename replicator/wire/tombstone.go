@@ -38,10 +38,14 @@ func ParseTombstoneSubject(subject string) (replicator.TopicID, error) {
 	return ParseSubject(SubjectPrefix + rest)
 }
 
-// Tombstone kinds.
+// Tombstone kinds: a deletion, a purge, and — sent the same way — a
+// stream created or reconfigured through the API, so the other regions
+// have it (with no messages yet) or apply the change.
 const (
 	TombDelete = "delete"
 	TombPurge  = "purge"
+	TombCreate = "create"
+	TombUpdate = "update"
 )
 
 // Tombstone is a topic's deletion or purge in its origin region.
@@ -53,6 +57,9 @@ type Tombstone struct {
 	// Batches of these are dropped afterwards (deletes only).
 	Streams []string  `json:"streams,omitempty"`
 	At      time.Time `json:"at"`
+	// Definition is the topic's definition (create and update: its
+	// stream name and configuration, JSON).
+	Definition json.RawMessage `json:"definition,omitempty"`
 }
 
 // DecodeTombstone parses and checks a tombstone. Errors wrap
@@ -63,8 +70,15 @@ func DecodeTombstone(p []byte) (*Tombstone, error) {
 	if err := json.Unmarshal(p, &tb); err != nil {
 		return nil, fmt.Errorf("%w: tombstone: %v", replicator.ErrInvalid, err)
 	}
-	if tb.Kind != TombDelete && tb.Kind != TombPurge {
-		return nil, fmt.Errorf("%w: tombstone kind %q (want delete or purge)", replicator.ErrInvalid, tb.Kind)
+	switch tb.Kind {
+	case TombDelete, TombPurge:
+	case TombCreate, TombUpdate:
+		var def map[string]any
+		if err := json.Unmarshal(tb.Definition, &def); err != nil || def == nil {
+			return nil, fmt.Errorf("%w: tombstone %s: the definition is not a JSON object", replicator.ErrInvalid, tb.Kind)
+		}
+	default:
+		return nil, fmt.Errorf("%w: tombstone kind %q (want delete, purge, create or update)", replicator.ErrInvalid, tb.Kind)
 	}
 	if err := (replicator.TopicID{Tenant: tb.Origin, Namespace: "x", Topic: "x"}).Validate(); err != nil {
 		return nil, fmt.Errorf("%w: tombstone origin %q", replicator.ErrInvalid, tb.Origin)

@@ -204,7 +204,12 @@ func TestTombstone(t *testing.T) {
 	if s, err := ParseTombstoneSubject(TombstoneSubject(topic)); err != nil || s != topic {
 		t.Fatalf("subject: %v %v", s, err)
 	}
-	for _, bad := range []string{``, `{`, `{"kind":"drop","origin":"r1"}`, `{"kind":"purge","origin":"a.b"}`, `{"kind":"delete","origin":"r1","streams":["x"]}`} {
+	up := &Tombstone{Kind: TombUpdate, Origin: "r1", Definition: []byte(`{"stream":"S"}`)}
+	if got, err := DecodeTombstone(EncodeTombstone(up)); err != nil || string(got.Definition) != `{"stream":"S"}` {
+		t.Fatalf("update round trip: %+v %v", got, err)
+	}
+	for _, bad := range []string{``, `{`, `{"kind":"drop","origin":"r1"}`, `{"kind":"purge","origin":"a.b"}`, `{"kind":"delete","origin":"r1","streams":["x"]}`,
+		`{"kind":"create","origin":"r1"}`, `{"kind":"update","origin":"r1","definition":[1]}`} {
 		if _, err := DecodeTombstone([]byte(bad)); !errors.Is(err, replicator.ErrInvalid) {
 			t.Errorf("DecodeTombstone(%q): %v", bad, err)
 		}
