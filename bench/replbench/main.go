@@ -44,6 +44,8 @@ type options struct {
 	duration time.Duration
 	size     int
 	brokers  int
+	bookies  int
+	ensemble int
 	window   int
 	pending  int
 	drain    time.Duration
@@ -59,6 +61,8 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "publishing time per rate")
 	flag.IntVar(&o.size, "size", 1024, "message size in bytes (at least 16)")
 	flag.IntVar(&o.brokers, "brokers", 2, "brokers per region")
+	flag.IntVar(&o.bookies, "bookies", 3, "bookies per region")
+	flag.IntVar(&o.ensemble, "ensemble", 2, "ledger ensemble = write quorum = ack quorum (at most -bookies)")
 	flag.IntVar(&o.window, "window", 1000, "at max: most async publishes awaiting their PubAck")
 	flag.IntVar(&o.pending, "pending", 20000, "at a paced rate: most async publishes awaiting their PubAck")
 	flag.DurationVar(&o.drain, "drain", 2*time.Minute, "how long to wait after a phase for every acknowledged message to arrive")

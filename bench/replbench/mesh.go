@@ -15,17 +15,18 @@ import (
 	"github.com/stratamesh/strata/internal/meshfile"
 )
 
-// topology is the benchmark's mesh: three regions, ledgers E2/Qw2/Qa2
-// on three bookies each (one spare for an ensemble change), namespace
+// topology is the benchmark's mesh: three regions, ledgers E/Qw/Qa all
+// -ensemble (default 2) on -bookies bookies each (default 3: one spare
+// for an ensemble change), namespace
 // demo/geo replicated to every region (no replication list: all).
 const topology = `mesh: repl-bench
 defaults:
-  ledger: {ensemble: 2, write_quorum: 2, ack_quorum: 2}
+  ledger: {ensemble: %[3]d, write_quorum: %[3]d, ack_quorum: %[3]d}
   jetstream: {tenant: demo, namespace: streams}
 regions:
-  - {name: us-east, brokers: %[1]d, bookies: 3}
-  - {name: eu-west, brokers: %[1]d, bookies: 3}
-  - {name: ap-south, brokers: %[1]d, bookies: 3}
+  - {name: us-east, brokers: %[1]d, bookies: %[2]d}
+  - {name: eu-west, brokers: %[1]d, bookies: %[2]d}
+  - {name: ap-south, brokers: %[1]d, bookies: %[2]d}
 tenants:
   - name: demo
     namespaces:
@@ -72,7 +73,7 @@ func startMesh(o options) (*mesh, error) {
 		fmt.Fprintln(os.Stderr, "# data and logs in", dir)
 	}
 	topo := filepath.Join(dir, "topology.yaml")
-	if err := os.WriteFile(topo, []byte(fmt.Sprintf(topology, o.brokers)), 0o644); err != nil {
+	if err := os.WriteFile(topo, []byte(fmt.Sprintf(topology, o.brokers, o.bookies, o.ensemble)), 0o644); err != nil {
 		return m, err
 	}
 	wanSeed := ""
@@ -85,7 +86,7 @@ func startMesh(o options) (*mesh, error) {
 			return m, err
 		}
 		join := append(append([]string{}, common...), "--etcd", r.meta.report.Etcd, "--join", r.meta.report.SerfLAN)
-		for i := 1; i <= 3; i++ {
+		for i := 1; i <= o.bookies; i++ {
 			k, err := m.start(name, fmt.Sprintf("k%d", i), join)
 			if err != nil {
 				return m, err
@@ -148,12 +149,19 @@ func (m *mesh) start(region, id string, args []string) (*node, error) {
 	return n, nil
 }
 
+// kill stops the node: SIGTERM (so a node run with STRATA_CPUPROFILE
+// writes its profile), SIGKILL after 5 s.
 func (n *node) kill() {
-	_ = n.cmd.Process.Signal(syscall.SIGKILL)
-	<-n.done
+	_ = n.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-n.done:
+	case <-time.After(5 * time.Second):
+		_ = n.cmd.Process.Signal(syscall.SIGKILL)
+		<-n.done
+	}
 }
 
-// stop kills every node, brokers first, and removes the data directory
+// stop stops every node, brokers first, and removes the data directory
 // unless -keep.
 func (m *mesh) stop() {
 	for _, r := range m.regions {

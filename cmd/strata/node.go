@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,7 +29,8 @@ mesh.json); logs go to stderr. SIGINT or SIGTERM stops it gracefully: it
 leaves its Serf pools and drops its registration first.
 
 With STRATA_CPUPROFILE=FILE in the environment, the node writes a Go CPU
-profile of its whole life to FILE when it stops (for go tool pprof).`,
+profile of its whole life to FILE when it stops (for go tool pprof); "{node}"
+in FILE is replaced by <region>.<id>.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			m, _, err := loadTopology(file)
@@ -42,6 +44,9 @@ profile of its whole life to FILE when it stops (for go tool pprof).`,
 			cfg.Mesh, cfg.Gossip, cfg.Logger = m, gossip.Profile(gossipProfile), logger
 			cfg.DataDir = dataDirOr(cfg.DataDir, m)
 			if path := os.Getenv("STRATA_CPUPROFILE"); path != "" {
+				// "{node}" becomes region.id, so every node of a mesh
+				// started with the variable writes its own profile.
+				path = strings.ReplaceAll(path, "{node}", cfg.Region+"."+cfg.ID)
 				stopProfile, err := startCPUProfile(path)
 				if err != nil {
 					return err
