@@ -16,22 +16,7 @@ import (
 
 // geoGapPair is two regions whose demo/geo topics keep their last 50
 // messages (limits retention).
-const geoGapPair = `mesh: e2e-geogap
-defaults:
-  ledger: {ensemble: 2, write_quorum: 2, ack_quorum: 2}
-  rollover: {max_entries: 20}
-  jetstream: {tenant: demo, namespace: streams}
-regions:
-  - {name: r1, brokers: 2, bookies: 3}
-  - {name: r2, brokers: 2, bookies: 3}
-tenants:
-  - name: demo
-    namespaces:
-      - name: streams
-      - name: geo
-        bundles: 2
-        retention: {messages: 50}
-`
+var geoGapPair = geoPairWith("geogap", "        retention: {messages: 50}\n")
 
 // TestGeoReplicationGap: with r2's brokers down, r1 publishes past its
 // retention, so messages r2 never got are trimmed at their origin. When
@@ -108,22 +93,7 @@ func TestGeoReplicationGap(t *testing.T) {
 }
 
 // geoWorkPair is two regions whose demo/geo topics are work queues.
-const geoWorkPair = `mesh: e2e-geowq
-defaults:
-  ledger: {ensemble: 2, write_quorum: 2, ack_quorum: 2}
-  rollover: {max_entries: 20}
-  jetstream: {tenant: demo, namespace: streams}
-regions:
-  - {name: r1, brokers: 2, bookies: 3}
-  - {name: r2, brokers: 2, bookies: 3}
-tenants:
-  - name: demo
-    namespaces:
-      - name: streams
-      - name: geo
-        bundles: 2
-        retention: {mode: workqueue}
-`
+var geoWorkPair = geoPairWith("geowq", "        retention: {mode: workqueue}\n")
 
 // TestGeoReplicationHoldsWorkQueue: a replicator cursor is interest like
 // a consumer's. With r2's brokers down, a work queue in r1 whose consumer

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -41,7 +40,7 @@ func geoRegionStore(t *testing.T, topoPath, name, etcd string) *meta.Store {
 // messages, and r2 ends with every message once.
 func TestGeoReplicationPolicyChange(t *testing.T) {
 	withList := func(list string) string {
-		return strings.Replace(geoPair, "        bundles: 2\n", "        bundles: 2\n        replication: ["+list+"]\n", 1)
+		return geoPairWith("geopolicy", "        replication: ["+list+"]\n")
 	}
 	c := startGeoCluster(t, withList("r1, r2"), []string{"r1", "r2"})
 	r1 := c.regions["r1"]

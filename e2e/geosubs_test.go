@@ -17,9 +17,17 @@ import (
 )
 
 // geoPair is two regions replicating demo/geo.
-const geoPair = `mesh: e2e-geo2
+var geoPair = geoPairWith("geo2", "")
+
+// geoPairWith is a mesh of two regions, r1 and r2, each of two brokers
+// and three bookies (E2/Qw2/Qa2), whose demo/geo namespace (2 bundles)
+// replicates across both and has the extra lines nsExtra (indented as
+// the namespace's fields, e.g. "        retention: {messages: 50}\n").
+func geoPairWith(name, nsExtra string) string {
+	return `mesh: e2e-` + name + `
 defaults:
   ledger: {ensemble: 2, write_quorum: 2, ack_quorum: 2}
+  rollover: {max_entries: 20}
   jetstream: {tenant: demo, namespace: streams}
 regions:
   - {name: r1, brokers: 2, bookies: 3}
@@ -30,7 +38,8 @@ tenants:
       - name: streams
       - name: geo
         bundles: 2
-`
+` + nsExtra
+}
 
 const subsStream = "geo:subs"
 

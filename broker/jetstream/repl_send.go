@@ -111,6 +111,9 @@ func (s *Service) link(remote string) (*link.Link, error) {
 	if l := s.links[remote]; l != nil {
 		return l, nil
 	}
+	if err := s.ctx.Err(); err != nil {
+		return nil, err // stopping: closeLinks has run or will
+	}
 	l, err := link.New(link.Config{
 		Remote: remote, Name: "strata-replicator " + s.cfg.Region + "/" + s.cfg.Name,
 		Brokers: func() []string { return s.cfg.RemoteBrokers(remote) },

@@ -253,14 +253,22 @@ func (r *runner) shipLoop() {
 
 // ship sends one sync to remote and waits for its reply.
 func (r *runner) ship(ctx context.Context, remote string, body []byte) error {
-	l, err := r.t.s.link(remote)
+	id := replicator.TopicID{Tenant: r.t.name.Tenant, Namespace: r.t.name.Namespace, Topic: r.t.name.Topic}
+	return r.t.s.linkRequest(ctx, remote, wire.SubSyncSubject(id), body)
+}
+
+// linkRequest sends body to region remote on subject over the
+// replication link and waits up to 5 s for its {"ok","error"} reply
+// (wire.SubSyncReply). Errors: the link's, a refusal's text, "no reply",
+// ctx's.
+func (s *Service) linkRequest(ctx context.Context, remote, subject string, body []byte) error {
+	l, err := s.link(remote)
 	if err != nil {
 		return err
 	}
 	prefix, answers, unregister := l.Register()
 	defer unregister()
-	id := replicator.TopicID{Tenant: r.t.name.Tenant, Namespace: r.t.name.Namespace, Topic: r.t.name.Topic}
-	if err := l.Publish(wire.SubSyncSubject(id), prefix+"1", body); err != nil {
+	if err := l.Publish(subject, prefix+"1", body); err != nil {
 		return err
 	}
 	wait := time.NewTimer(5 * time.Second)

@@ -189,7 +189,8 @@ func (s *Service) tombLoop() {
 			if strings.HasPrefix(rest[i+1:], tombSubPrefix) {
 				subject = wire.SubSyncSubject
 			}
-			if err := s.sendTombstone(remote, name, subject, kv.Value); err != nil {
+			id := replicator.TopicID{Tenant: name.Tenant, Namespace: name.Namespace, Topic: name.Topic}
+			if err := s.linkRequest(s.ctx, remote, subject(id), kv.Value); err != nil {
 				d := min(max(2*wait[kv.Key], time.Second), tombRetryMax)
 				wait[kv.Key], next[kv.Key] = d, now.Add(d)
 				s.cfg.Logger.Info("tombstone not delivered yet", "topic", name.String(), "remote", remote, "retry_in", d, "err", err)
@@ -200,38 +201,6 @@ func (s *Service) tombLoop() {
 				delete(wait, kv.Key)
 			}
 		}
-	}
-}
-
-// sendTombstone sends one tombstone to remote, on the subject subject
-// makes of the topic, and waits for its reply.
-func (s *Service) sendTombstone(remote string, n mledger.Name, subject func(replicator.TopicID) string, body []byte) error {
-	l, err := s.link(remote)
-	if err != nil {
-		return err
-	}
-	prefix, answers, unregister := l.Register()
-	defer unregister()
-	id := replicator.TopicID{Tenant: n.Tenant, Namespace: n.Namespace, Topic: n.Topic}
-	if err := l.Publish(subject(id), prefix+"1", body); err != nil {
-		return err
-	}
-	wait := time.NewTimer(5 * time.Second)
-	defer wait.Stop()
-	select {
-	case p := <-answers:
-		var rep wire.SubSyncReply
-		if err := json.Unmarshal(p, &rep); err != nil {
-			return err
-		}
-		if !rep.OK {
-			return errors.New(rep.Error)
-		}
-		return nil
-	case <-wait.C:
-		return errors.New("no reply")
-	case <-s.ctx.Done():
-		return s.ctx.Err()
 	}
 }
 
