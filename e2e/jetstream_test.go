@@ -449,7 +449,16 @@ inflight:
 	seen := map[int]uint64{}
 	for want := uint64(1); want <= 500; want++ {
 		msg, err := oc.Next(jetstream.FetchMaxWait(10 * time.Second))
-		for try := 0; errors.Is(err, jetstream.ErrConsumerLeadershipChanged) && try < 10; try++ {
+		for try := 0; (errors.Is(err, jetstream.ErrConsumerLeadershipChanged) || errors.Is(err, nats.ErrNoResponders)) && try < 10; try++ {
+			if errors.Is(err, nats.ErrNoResponders) {
+				// The ephemeral consumer went with its bundle (the thawed
+				// broker took it back): read on with a new one from here.
+				time.Sleep(200 * time.Millisecond)
+				if oc, err = st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+					DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: want}); err != nil {
+					continue
+				}
+			}
 			msg, err = oc.Next(jetstream.FetchMaxWait(10 * time.Second)) // the bundle moved: retry
 		}
 		if err != nil {
