@@ -188,8 +188,8 @@ func loadAvg() string {
 // region).
 func markdown(rs []*phaseResult) string {
 	var b strings.Builder
-	b.WriteString("| rate | published msgs/s | PubAck p50 / p99 ms | region | delivered msgs/s | received / acked | lag p50 / p90 / p99 / max ms | Strata-Origin-Time lag p50 / p99 ms | cursor lag_msgs end of publish → after drain | CPU cores: mesh / client / others / idle |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| rate | published msgs/s | PubAck p50 / p99 ms | region | delivered msgs/s | received / acked | lag p50 / p90 / p99 / max ms | Strata-Origin-Time lag p50 / p99 ms | after PubAck p50 / p99 ms | cursor lag_msgs end of publish → after drain | CPU cores: mesh / client / others / idle |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		for i, rg := range r.regions {
 			lead := fmt.Sprintf("| %s | %.0f | %s / %s", r.name, r.pubRate, msf(r.ackP50), msf(r.ackP99))
@@ -197,9 +197,9 @@ func markdown(rs []*phaseResult) string {
 			if i > 0 {
 				lead, cpu = "| | |", ""
 			}
-			fmt.Fprintf(&b, "%s | %s | %.0f | %d / %d | %s / %s / %s / %s | %s / %s | %d → %d | %s |\n",
+			fmt.Fprintf(&b, "%s | %s | %.0f | %d / %d | %s / %s / %s / %s | %s / %s | %s / %s | %d → %d | %s |\n",
 				lead, rg.name, rg.rate, rg.received, r.acked,
-				msf(rg.p50), msf(rg.p90), msf(rg.p99), msf(rg.max), msf(rg.originP50), msf(rg.originP99),
+				msf(rg.p50), msf(rg.p90), msf(rg.p99), msf(rg.max), msf(rg.originP50), msf(rg.originP99), msf(rg.commitP50), msf(rg.commitP99),
 				r.cursorLagEnd[rg.name], r.cursorLagDrained[rg.name], cpu)
 		}
 	}

@@ -32,6 +32,7 @@ type receiver struct {
 	noHdr  int // copies without Strata-Origin-Time
 	lags   []time.Duration
 	olags  []time.Duration
+	recvAt []int64 // by sequence: when the copy arrived (Unix ns; 0: not yet)
 	last   time.Time
 	asyncE atomic.Value // the connection's last async error (slow consumer…)
 }
@@ -59,6 +60,10 @@ func (rc *receiver) handle(m *nats.Msg) {
 		return
 	}
 	rc.seen[seq] = true
+	for uint64(len(rc.recvAt)) <= seq {
+		rc.recvAt = append(rc.recvAt, make([]int64, len(rc.recvAt)+1024)...)
+	}
+	rc.recvAt[seq] = now.UnixNano()
 	rc.count++
 	rc.last = now
 	rc.lags = append(rc.lags, now.Sub(sent))
@@ -84,6 +89,12 @@ type regionResult struct {
 	rate                 float64 // distinct messages received ÷ (last receipt − start)
 	p50, p90, p99, max   time.Duration
 	originP50, originP99 time.Duration
+	// commitP50, commitP99: a copy's arrival minus the moment the
+	// publisher got that message's PubAck (the origin's commit as the
+	// client saw it): the replication part of the lag alone. early
+	// counts copies that arrived before their PubAck did (counted as 0).
+	commitP50, commitP99 time.Duration
+	early                int
 	asyncErr             string
 }
 
@@ -150,6 +161,7 @@ func (m *mesh) phase(o options, rate int) (*phaseResult, error) {
 
 	var (
 		ackMu   sync.Mutex
+		ackAt   []int64 // by sequence: when its PubAck arrived (Unix ns)
 		ackLats []time.Duration
 		lastAck time.Time
 		acked   atomic.Int64
@@ -172,8 +184,13 @@ func (m *mesh) phase(o options, rate int) (*phaseResult, error) {
 				return
 			}
 			sent := time.Unix(0, int64(binary.BigEndian.Uint64(m.Data[8:])))
+			seq := binary.BigEndian.Uint64(m.Data)
 			acked.Add(1)
 			ackMu.Lock()
+			for uint64(len(ackAt)) <= seq {
+				ackAt = append(ackAt, make([]int64, len(ackAt)+1024)...)
+			}
+			ackAt[seq] = now.UnixNano()
 			ackLats = append(ackLats, now.Sub(sent))
 			lastAck = now
 			ackMu.Unlock()
@@ -325,6 +342,23 @@ func (m *mesh) phase(o options, rate int) (*phaseResult, error) {
 		if len(rc.olags) > 0 {
 			rr.originP50, rr.originP99 = pct(rc.olags, 0.50), pct(rc.olags, 0.99)
 		}
+		ackMu.Lock()
+		var clags []time.Duration
+		for seq, at := range rc.recvAt {
+			if at == 0 || seq >= len(ackAt) || ackAt[seq] == 0 {
+				continue
+			}
+			d := time.Duration(at - ackAt[seq])
+			if d < 0 {
+				rr.early++
+				d = 0
+			}
+			clags = append(clags, d)
+		}
+		ackMu.Unlock()
+		if len(clags) > 0 {
+			rr.commitP50, rr.commitP99 = pct(clags, 0.50), pct(clags, 0.99)
+		}
 		if v := rc.asyncE.Load(); v != nil {
 			rr.asyncErr = v.(string)
 		}
@@ -354,8 +388,9 @@ func (r *phaseResult) print(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	for _, rg := range r.regions {
-		fmt.Fprintf(w, "%s: received %d of %d acked (missing %d, duplicates %d, without origin time %d), %.0f msgs/s; lag p50 %s p90 %s p99 %s max %s ms; from Strata-Origin-Time p50 %s p99 %s ms",
-			rg.name, rg.received, r.acked, rg.miss, rg.dups, rg.noHdr, rg.rate, msf(rg.p50), msf(rg.p90), msf(rg.p99), msf(rg.max), msf(rg.originP50), msf(rg.originP99))
+		fmt.Fprintf(w, "%s: received %d of %d acked (missing %d, duplicates %d, without origin time %d), %.0f msgs/s; lag p50 %s p90 %s p99 %s max %s ms; from Strata-Origin-Time p50 %s p99 %s ms; after the PubAck p50 %s p99 %s ms (%d copies before their PubAck)",
+			rg.name, rg.received, r.acked, rg.miss, rg.dups, rg.noHdr, rg.rate, msf(rg.p50), msf(rg.p90), msf(rg.p99), msf(rg.max), msf(rg.originP50), msf(rg.originP99),
+			msf(rg.commitP50), msf(rg.commitP99), rg.early)
 		if rg.asyncErr != "" {
 			fmt.Fprintf(w, "; async error: %s", rg.asyncErr)
 		}
