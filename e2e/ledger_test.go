@@ -108,7 +108,7 @@ func entryPayload(e int64) []byte {
 
 // TestLedgerEnsembleChangeOnBookieKill writes 10,000 pipelined entries
 // (E=3, Qw=2, Qa=2) over four bookie processes and SIGKILLs a bookie of the
-// ensemble in the middle: every acknowledged entry stays readable, the
+// ensemble in the middle (the second half is appended after the kill): every acknowledged entry stays readable, the
 // ledger's second segment starts right after the last entry confirmed
 // before the change, and `strata admin ledgers` shows it.
 func TestLedgerEnsembleChangeOnBookieKill(t *testing.T) {
@@ -126,8 +126,15 @@ func TestLedgerEnsembleChangeOnBookieKill(t *testing.T) {
 	var firstErr error
 	done := make(chan struct{})
 	var completions int64
+	killed := make(chan struct{})
 	go func() { // pipelined appends; the window is the writer's queue
 		for e := int64(0); e < n; e++ {
+			if e == n/2 {
+				// The second half only once the bookie is dead, so that
+				// it cannot all be acknowledged before the kill (on a
+				// fast machine it was, and no ensemble change happened).
+				<-killed
+			}
 			w.AppendAsync(entryPayload(e), func(id int64, err error) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -151,6 +158,7 @@ func TestLedgerEnsembleChangeOnBookieKill(t *testing.T) {
 	victim := string(w.Metadata().Segments[0].Ensemble[1])
 	lacAtKill := w.LAC()
 	c.bookies[victim].kill()
+	close(killed)
 	t.Logf("SIGKILLed %s of %v with LAC %d", victim, w.Metadata().Segments[0].Ensemble, lacAtKill)
 	select {
 	case <-done:
