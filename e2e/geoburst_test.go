@@ -22,9 +22,10 @@ func TestGeoReplicationBurst(t *testing.T) {
 	js := geoConnect(t, r1.urls())
 	low := scale(10) // messages per second
 	var (
-		mu     sync.Mutex
-		failed []string
-		sent   int
+		mu      sync.Mutex
+		failed  []string
+		sent    int
+		answers sync.WaitGroup // one per async publish, done once it is answered or given up
 	)
 	publish := func(rate int, d time.Duration, prefix string) {
 		tick := time.NewTicker(time.Second / time.Duration(rate))
@@ -43,7 +44,9 @@ func TestGeoReplicationBurst(t *testing.T) {
 				mu.Unlock()
 				continue
 			}
+			answers.Add(1)
 			go func() {
+				defer answers.Done()
 				select {
 				case <-f.Ok():
 				case <-f.Err():
@@ -59,6 +62,7 @@ func TestGeoReplicationBurst(t *testing.T) {
 		}
 	}
 	publish(low, 3*time.Second, "low")
+	answers.Wait()
 	c.waitConverged(t, []string{"r1", "r2"}, "demo/geo/burst", uint64(sent-len(failed)), 60*time.Second)
 
 	burstDone := make(chan struct{})
@@ -79,7 +83,7 @@ func TestGeoReplicationBurst(t *testing.T) {
 		t.Logf("restart %d: %s of the owner r1.%s", i+1, sig, owner)
 	}
 	<-burstDone
-	time.Sleep(11 * time.Second) // every async publish answered or timed out
+	answers.Wait() // every async publish answered, or given up after 10 s
 	ctx := context.Background()
 	mu.Lock()
 	retry := failed

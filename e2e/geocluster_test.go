@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -13,26 +14,31 @@ import (
 	"github.com/stratamesh/strata/broker/jetstream"
 )
 
-// geoMesh is three regions of two brokers and three bookies each
-// (E2/Qw2/Qa2) whose demo/geo namespace replicates across all three (the
-// default replication list: every region).
-const geoMesh = `mesh: e2e-geo
-defaults:
-  ledger: {ensemble: 2, write_quorum: 2, ack_quorum: 2}
-  rollover: {max_entries: 500}
-  jetstream: {tenant: demo, namespace: streams}
-regions:
-  - {name: r1, brokers: 2, bookies: 3}
-  - {name: r2, brokers: 2, bookies: 3}
-  - {name: r3, brokers: 2, bookies: 3}
-tenants:
-  - name: demo
-    namespaces:
-      - name: streams
-      - name: geo
-        bundles: 2
-        retention: {time: 1h}
-`
+// geoMesh is three regions whose demo/geo namespace replicates across
+// all three (the default replication list: every region).
+var geoMesh = geoMeshWith("geo", geoRegions, 500, "        retention: {time: 1h}\n")
+
+// geoMeshWith is a mesh (named e2e-<name>) of regions, each of two
+// brokers and three bookies (E2/Qw2/Qa2, ledgers rolled over every
+// rollover entries), whose demo/geo namespace (2 bundles) has the extra
+// lines nsExtra, indented as the namespace's fields (e.g.
+// "        retention: {messages: 50}\n").
+func geoMeshWith(name string, regions []string, rollover int, nsExtra string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "mesh: e2e-%s\ndefaults:\n  ledger: {ensemble: 2, write_quorum: 2, ack_quorum: 2}\n", name)
+	fmt.Fprintf(&b, "  rollover: {max_entries: %d}\n  jetstream: {tenant: demo, namespace: streams}\nregions:\n", rollover)
+	for _, r := range regions {
+		fmt.Fprintf(&b, "  - {name: %s, brokers: 2, bookies: 3}\n", r)
+	}
+	b.WriteString("tenants:\n  - name: demo\n    namespaces:\n      - name: streams\n      - name: geo\n        bundles: 2\n")
+	return b.String() + nsExtra
+}
+
+// geoPairWith is geoMeshWith for the two regions r1 and r2, rolling
+// ledgers over every 20 entries.
+func geoPairWith(name, nsExtra string) string {
+	return geoMeshWith(name, []string{"r1", "r2"}, 20, nsExtra)
+}
 
 var geoRegions = []string{"r1", "r2", "r3"}
 

@@ -19,28 +19,6 @@ import (
 // geoPair is two regions replicating demo/geo.
 var geoPair = geoPairWith("geo2", "")
 
-// geoPairWith is a mesh of two regions, r1 and r2, each of two brokers
-// and three bookies (E2/Qw2/Qa2), whose demo/geo namespace (2 bundles)
-// replicates across both and has the extra lines nsExtra (indented as
-// the namespace's fields, e.g. "        retention: {messages: 50}\n").
-func geoPairWith(name, nsExtra string) string {
-	return `mesh: e2e-` + name + `
-defaults:
-  ledger: {ensemble: 2, write_quorum: 2, ack_quorum: 2}
-  rollover: {max_entries: 20}
-  jetstream: {tenant: demo, namespace: streams}
-regions:
-  - {name: r1, brokers: 2, bookies: 3}
-  - {name: r2, brokers: 2, bookies: 3}
-tenants:
-  - name: demo
-    namespaces:
-      - name: streams
-      - name: geo
-        bundles: 2
-` + nsExtra
-}
-
 const subsStream = "geo:subs"
 
 // replicatedConsumer creates durable name with replication on (the
@@ -98,6 +76,31 @@ func fetchIDs(t *testing.T, c jetstream.Consumer, n int, wait time.Duration, ack
 	return ids
 }
 
+// waitPending waits until consumer c in region has exactly n messages
+// left to deliver (those acknowledged in another region excluded) and
+// none unacknowledged.
+func waitPending(t *testing.T, c jetstream.Consumer, region string, n int) {
+	t.Helper()
+	var last string
+	ok := false
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		info, err := c.Info(ctx)
+		cancel()
+		if err == nil && info.NumPending == uint64(n) && info.NumAckPending == 0 {
+			ok = true
+			break
+		}
+		if err == nil {
+			last = fmt.Sprintf("pending %d, unacked %d", info.NumPending, info.NumAckPending)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !ok {
+		t.Fatalf("%s: consumer never had %d pending and none unacked (last: %s)", region, n, last)
+	}
+}
+
 func msgID(i int) string { return fmt.Sprintf("m-%03d", i) }
 
 // TestReplicatedSubscription: 100 messages published in r1; a
@@ -124,7 +127,7 @@ func TestReplicatedSubscription(t *testing.T) {
 			t.Fatalf("r1 delivered %v, want m-001..m-010", got)
 		}
 		b := waitConsumer(t, js2, "r2", "billing")
-		time.Sleep(2 * time.Second) // one sync interval and then some
+		waitPending(t, b, "r2", 90) // r1's acks arrived (a sync interval)
 		rest := fetchIDs(t, b, 90, 20*time.Second, func(string) bool { return true })
 		if len(rest) != 90 || rest[0] != msgID(11) || rest[89] != msgID(100) {
 			t.Fatalf("r2 delivered %d messages %v…, want m-011..m-100", len(rest), rest[:min(len(rest), 5)])
@@ -138,7 +141,7 @@ func TestReplicatedSubscription(t *testing.T) {
 			t.Fatalf("r1 delivered %v", got)
 		}
 		b := waitConsumer(t, js2, "r2", "holes")
-		time.Sleep(2 * time.Second)
+		waitPending(t, b, "r2", 96) // 1-3 and 5 acknowledged there
 		rest := fetchIDs(t, b, 3, 10*time.Second, func(string) bool { return false })
 		if len(rest) != 3 || rest[0] != msgID(4) || rest[1] != msgID(6) || rest[2] != msgID(7) {
 			t.Fatalf("r2 delivered %v, want m-004 m-006 m-007", rest)
@@ -200,13 +203,14 @@ func TestReplicatedSubscription(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		time.Sleep(3 * time.Second) // syncs both ways
 		var want []string
 		for i := 1; i <= 100; i++ {
 			if !acked[msgID(i)] {
 				want = append(want, msgID(i))
 			}
 		}
+		waitPending(t, a, "r1", len(want)) // the syncs both ways
+		waitPending(t, b, "r2", len(want))
 		t.Logf("%d messages acked across the two regions", len(acked))
 		for region, cons := range map[string]jetstream.Consumer{"r1": a, "r2": b} {
 			rest := fetchIDs(t, cons, len(want)+1, 5*time.Second, func(string) bool { return false })
