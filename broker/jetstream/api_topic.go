@@ -136,12 +136,16 @@ func (t *topic) handleAPI(req jsapi.APIRequest, m message, mark uint64) {
 			fail(jsapi.ErrConsumerNotFound())
 			return
 		}
-		if err := t.deleteConsumer(ctx, req.Consumer, r); err != nil {
-			fail(jsapi.ErrStreamStoreFailed(err))
-			return
+		t.subsMu.Lock()
+		err := t.deleteConsumer(ctx, req.Consumer, r)
+		if err == nil {
+			if err = t.replicateConsumerDelete(ctx, r); err != nil {
+				err = fmt.Errorf("deleted here; replicating the deletion failed: %w", err)
+			}
 		}
-		if err := t.replicateConsumerDelete(ctx, r); err != nil {
-			fail(jsapi.ErrStreamStoreFailed(fmt.Errorf("deleted here; replicating the deletion failed: %w", err)))
+		t.subsMu.Unlock()
+		if err != nil {
+			fail(jsapi.ErrStreamStoreFailed(err))
 			return
 		}
 		s.replyJSON(m.reply, jsapi.SuccessResponse{Response: typ, Success: true})

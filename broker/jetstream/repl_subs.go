@@ -324,6 +324,8 @@ func (t *topic) subSync(m message) {
 		t.s.subSyncReply(m.reply, err)
 		return
 	}
+	t.subsMu.Lock()
+	defer t.subsMu.Unlock()
 	r := t.runner(ss.Consumer)
 	if r == nil {
 		var tomb *replicator.SubSet // this region's record of a deletion

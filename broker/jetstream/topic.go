@@ -38,6 +38,12 @@ type topic struct {
 	tombs     []string      // origin streams deleted elsewhere ("region/incarnation"): their batches are dropped
 	stopped   bool          // lost or shut down (guarded by mu, with ml during opening)
 
+	// subsMu orders the deletion of a consumer against the merging of a
+	// replicated subscription's set shipped by another region, so a set
+	// shipped before the deletion cannot create the consumer again while
+	// its tombstone is not yet persisted.
+	subsMu sync.Mutex
+
 	stopOnce sync.Once
 	done     chan struct{}
 }
