@@ -36,6 +36,7 @@ fuzz:
 	$(GO) test ./internal/ackset -run '^$$' -fuzz '^FuzzUnmarshalBinary$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bookie/storage -run '^$$' -fuzz '^FuzzScanJournal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/mledger -run '^$$' -fuzz '^FuzzDecodeEntry$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./region -run '^$$' -fuzz '^FuzzParseOffloadRequest$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/jetstream -run '^$$' -fuzz '^FuzzEnvelope$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/jetstream -run '^$$' -fuzz '^FuzzDeliveryBatch$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./replicator/wire -run '^$$' -fuzz '^FuzzDecodeBatch$$' -fuzztime $(FUZZTIME)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stratamesh/strata/broker/jetstream"
+	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/internal/gossip"
 	"github.com/stratamesh/strata/topology"
 )
@@ -73,6 +74,11 @@ func tenantPolicies(m *topology.Mesh) map[string]map[string]jetstream.Namespace 
 				MaxMsgs:          ns.Retention.Messages,
 				Bundles:          ns.Bundles,
 				Replication:      ns.Replication,
+			}
+			if o := ns.Offload; o != nil {
+				pol := nss[ns.Name]
+				pol.Offload = &mledger.OffloadPolicy{Threshold: int64(o.Threshold), DeletionLag: time.Duration(o.DeletionLag)}
+				nss[ns.Name] = pol
 			}
 		}
 		out[t.Name] = nss

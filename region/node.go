@@ -311,6 +311,7 @@ func (n *Node) startAdmin() error {
 		n.bundleRoutes(n.admin)
 		n.replicationRoutes(n.admin)
 		n.subscriptionRoutes(n.admin)
+		n.offloadRoutes(n.admin)
 	}
 	n.admin.AddReadyCheck("metadata", func(ctx context.Context) error {
 		_, err := n.store.Get(ctx, n.registrationKey())

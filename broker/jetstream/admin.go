@@ -44,8 +44,11 @@ type TopicStats struct {
 	Subscriptions []SubscriptionStats  `json:"subscriptions"`
 	// Replication is the topic's replicator cursors and the origin
 	// streams replicated into it (nil when the owner did not answer).
-	Replication *TopicReplication  `json:"replication,omitempty"`
-	Config      jsapi.StreamConfig `json:"config"`
+	Replication *TopicReplication `json:"replication,omitempty"`
+	// Offload is where the topic's ledgers are (bookies, tier) and its
+	// offloads' progress (ARCHITECTURE §6).
+	Offload *mledger.OffloadStatus `json:"offload,omitempty"`
+	Config  jsapi.StreamConfig     `json:"config"`
 }
 
 // SubscriptionStats is one durable cursor of a topic: its mark-delete
@@ -133,6 +136,9 @@ func (s *Service) TopicStats(ctx context.Context, name mledger.Name) (*TopicStat
 	}
 	if tm, _, err := mledger.Load(ctx, s.cfg.Store, name); err == nil {
 		out.Ledgers = tm.Ledgers
+	}
+	if off, err := s.TopicOffload(ctx, name, OffloadRequest{}); err == nil {
+		out.Offload = off
 	}
 	return out, nil
 }

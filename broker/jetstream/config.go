@@ -44,6 +44,10 @@ type Namespace struct {
 	// across (ARCHITECTURE §4). When it names Config.Region, each topic's
 	// owner runs a replicator cursor to every other region listed.
 	Replication []string
+	// Offload is the namespace's offload policy (ARCHITECTURE §6): closed
+	// ledgers move to the region's tier past its threshold. Nil: only on
+	// request (admin offload).
+	Offload *mledger.OffloadPolicy
 }
 
 // Config configures a Service.
@@ -63,6 +67,9 @@ type Config struct {
 	// limit is reached (entries, bytes, age; 0 = that limit off).
 	RolloverEntries, RolloverBytes int64
 	RolloverAge                    time.Duration
+	// Tier is the region's tier for offloaded ledgers (package tiered);
+	// nil: none.
+	Tier mledger.Tier
 	// Tenants maps tenant → namespace → policy: the namespaces publishes
 	// may auto-create topics in and streams may live in.
 	Tenants map[string]map[string]Namespace

@@ -25,6 +25,8 @@ func (s *Service) dispatch(m message) {
 		s.dispatchRepl(m)
 	case strings.HasPrefix(m.subject, replAdminPrefix):
 		s.dispatchReplAdmin(m)
+	case strings.HasPrefix(m.subject, offloadAdminPrefix):
+		s.dispatchOffloadAdmin(m)
 	case strings.HasPrefix(m.subject, wire.SubSyncPrefix):
 		s.dispatchSubSync(m)
 	case strings.HasPrefix(m.subject, wire.TombstonePrefix):

@@ -91,6 +91,7 @@ func (s *Service) openTopic(ctx context.Context, n mledger.Name, own *ownedBundl
 		Store: s.cfg.Store, Ledgers: s.cfg.Ledgers,
 		Ensemble: s.cfg.Ensemble, WriteQuorum: s.cfg.WriteQuorum, AckQuorum: s.cfg.AckQuorum,
 		Cond: own.Cond(), Limits: s.cfg.limits(&st.config), Now: s.cfg.Now, Region: s.cfg.Region,
+		Tier: s.cfg.Tier, Offload: s.cfg.Tenants[n.Tenant][n.Namespace].Offload,
 		OnLost: func(err error) { go t.lost(err) },
 		Logger: s.cfg.Logger, // the managed ledger names the topic itself
 	}, n)

@@ -156,6 +156,16 @@ type Config struct {
 	// Now is the clock for publish times, ages and the dedup window.
 	// Default time.Now.
 	Now func() time.Time
+	// Tier is the region's tier for offloading closed ledgers (offload.go);
+	// nil: none (offloaded ledgers of an earlier owner cannot be read
+	// once their bookie copy is gone).
+	Tier Tier
+	// Offload is the namespace's offload policy; nil: offload only on
+	// request (OffloadNow). Needs Tier.
+	Offload *OffloadPolicy
+	// WrapOffloadSource, when set, wraps the bookie reader an offload
+	// copies from (tests inject read failures with it).
+	WrapOffloadSource func(EntryReader) EntryReader
 	// OnLost is called once when the ML stops by itself: ownership lost
 	// (the error wraps ErrNotOwner) or its ledger writer failed. It runs
 	// on the ML's goroutine after Done is closed and every pending done

@@ -59,6 +59,9 @@ type core struct {
 	recvSeq map[replicator.Stream]uint64
 	// lost is the sum of recvConf's Lost over every stream.
 	lost uint64
+	// tierTrash are the tier copies (OffloadInfo.Base) of ledgers taken
+	// out of the list, to delete (TopicMeta.TierTrash).
+	tierTrash []string
 }
 
 // tip is one end of the sequence.

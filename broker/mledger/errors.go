@@ -29,6 +29,9 @@ var (
 	ErrStoreFull = errors.New("mledger: store full (discard new)")
 	// ErrGone: the sequence is below FirstSeq: purged, trimmed or expired.
 	ErrGone = errors.New("mledger: message gone (below first sequence)")
+	// ErrNoTier: an offload was requested of a topic whose region has no
+	// tier configured.
+	ErrNoTier = errors.New("mledger: no tier configured")
 	// ErrCorrupt: stored data does not decode or does not match the
 	// metadata (an entry's sequence, a ledger list with a hole).
 	ErrCorrupt = errors.New("mledger: corrupt")

@@ -116,8 +116,12 @@ func (m *ML) deleteOnLoop(ctx context.Context) error {
 	m.closing = true
 	m.stopLocked(fmt.Errorf("%w: %s deleted", ErrClosed, m.name))
 	ids := slices.Clone(m.trash)
+	bases := slices.Clone(m.core.tierTrash)
 	for _, l := range m.core.ledgers {
 		ids = append(ids, l.ID)
+		if l.Offload != nil {
+			bases = append(bases, l.Offload.Base)
+		}
 	}
 	var ws []*openLedger
 	for _, l := range []*openLedger{m.cur, m.prev, m.spare} {
@@ -139,6 +143,15 @@ func (m *ML) deleteOnLoop(ctx context.Context) error {
 	var errs []error
 	for _, id := range ids {
 		if err := m.cfg.Ledgers.Delete(ctx, id); err != nil && !errors.Is(err, ledger.ErrNoLedger) {
+			errs = append(errs, err)
+		}
+	}
+	for _, b := range bases {
+		if m.cfg.Tier == nil {
+			errs = append(errs, fmt.Errorf("mledger: %s: tier copy %s left in the tier: no tier configured", m.name, b))
+			continue
+		}
+		if err := m.cfg.Tier.Delete(ctx, b); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -52,6 +52,8 @@ func (m *ML) shutdown() {
 	}
 	m.wakeCompleter()
 	<-m.complDone
+	m.offWG.Wait() // its ctx (m.ctx) is cancelled
+	m.closeTierReaders()
 	close(m.done)
 	if lost != nil {
 		m.cfg.OnLost(lost)
@@ -94,6 +96,7 @@ func (m *ML) maintain() {
 	m.mu.Unlock()
 	m.forget()
 	m.resolveFirstTime(m.ctx)
+	m.maintainOffload(now)
 }
 
 // trimLocked raises FirstSeq to f (mu held). Trimmed messages stay

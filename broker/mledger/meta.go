@@ -62,6 +62,9 @@ type TopicMeta struct {
 	// not have been deleted yet; the owner (and the next one) deletes
 	// them.
 	Trash []int64 `json:"trash,omitempty"`
+	// TierTrash are tier copies (OffloadInfo.Base) of ledgers removed
+	// from Ledgers, still to delete from the tier.
+	TierTrash []string `json:"tier_trash,omitempty"`
 	// Spare is a ledger the owner created ahead for its next rollover (0:
 	// none). It is not in Ledgers: none of its entries was acknowledged,
 	// and the next owner deletes it.
@@ -99,6 +102,9 @@ type LedgerInfo struct {
 	LastOrigin uint64 `json:"last_origin,omitempty"`
 	// State is LedgerOpen or LedgerClosed.
 	State string `json:"state"`
+	// Offload records the ledger's verified copy in the region's tier
+	// (offload.go); nil while it has none.
+	Offload *OffloadInfo `json:"offload,omitempty"`
 }
 
 // UnmarshalJSON decodes a LedgerInfo, also as written before entries

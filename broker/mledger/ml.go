@@ -92,8 +92,14 @@ type ML struct {
 	loopDone   chan struct{}
 	complDone  chan struct{}
 
-	rmu     sync.Mutex
-	readers map[int64]*ledger.Reader // of closed ledgers
+	rmu      sync.Mutex
+	readers  map[int64]*ledger.Reader // of closed ledgers
+	treaders map[int64]TierReader     // of offloaded ledgers' tier copies
+
+	// off is the offload driver's state (offload.go; guarded by mu);
+	// offWG waits for its copy goroutine.
+	off   offloadState
+	offWG sync.WaitGroup
 	// index maps sequences to entries within ledgers.
 	index *entryIndex
 }
@@ -160,7 +166,8 @@ func newML(cfg Config, name Name, tm *TopicMeta, rev int64, c *core) *ML {
 		completeCh: make(chan struct{}, 1), kickCh: make(chan struct{}, 1),
 		reqCh: make(chan request), done: make(chan struct{}),
 		loopDone: make(chan struct{}), complDone: make(chan struct{}),
-		readers: map[int64]*ledger.Reader{},
+		readers: map[int64]*ledger.Reader{}, treaders: map[int64]TierReader{},
+		off: offloadState{keep: -1},
 	}
 }
 

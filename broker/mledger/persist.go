@@ -16,12 +16,13 @@ import (
 func (m *ML) buildMeta() TopicMeta {
 	return TopicMeta{
 		Spec: slices.Clone(m.spec), Created: m.created, Incarnation: m.core.incarnation,
-		Region:   m.local.Region,
-		FirstSeq: m.core.first,
-		Ledgers:  m.core.ledgerInfos(),
-		Snapshot: m.core.snapshot(m.cfg.Now(), m.cfg.MaxSnapshotDedup),
-		Trash:    slices.Clone(m.trash),
-		Spare:    m.spareID(),
+		Region:    m.local.Region,
+		FirstSeq:  m.core.first,
+		Ledgers:   m.core.ledgerInfos(),
+		Snapshot:  m.core.snapshot(m.cfg.Now(), m.cfg.MaxSnapshotDedup),
+		Trash:     slices.Clone(m.trash),
+		TierTrash: slices.Clone(m.core.tierTrash),
+		Spare:     m.spareID(),
 	}
 }
 
@@ -123,6 +124,7 @@ func (m *ML) persist() {
 		return
 	}
 	m.deleteTrash(m.ctx, tm.Trash)
+	m.deleteTierTrash(m.ctx, tm.TierTrash)
 }
 
 // deleteTrash deletes the given trashed ledgers (recorded as such in
@@ -139,6 +141,7 @@ func (m *ML) deleteTrash(ctx context.Context, ids []int64) {
 		m.rmu.Lock()
 		delete(m.readers, id)
 		m.rmu.Unlock()
+		m.closeTierReaders(id)
 		m.index.drop(id)
 	}
 	if len(deleted) == 0 {

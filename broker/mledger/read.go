@@ -77,12 +77,8 @@ func (m *ML) Read(ctx context.Context, seq uint64) (Message, error) {
 // itself, then the following ones of the entries read with it (see
 // readFrom; about readAheadBytes at once).
 func (m *ML) readLedger(ctx context.Context, l ledgerRef, seq uint64) ([]Message, error) {
-	r, err := m.reader(ctx, l.id)
-	if err != nil {
-		return nil, err
-	}
 	fetch := func(ctx context.Context, lo, hi int64) ([][]byte, error) {
-		ents, err := r.Read(ctx, lo, hi)
+		ents, err := m.readEntries(ctx, l.id, lo, hi)
 		if err != nil {
 			return nil, fmt.Errorf("mledger: %s: read ledger %d: %w", m.name, l.id, err)
 		}
@@ -93,6 +89,38 @@ func (m *ML) readLedger(ctx context.Context, l ledgerRef, seq uint64) ([]Message
 		return out, nil
 	}
 	return readFrom(ctx, m.index, l, m.local, seq, l.chunk(readAheadBytes, readAheadEntries), fetch)
+}
+
+// readEntries reads entries lo..hi of closed ledger id: from the bookies
+// while its bookie copy exists, else from its tier copy; a bookie read
+// that fails for a ledger with a tier copy (its bookie copy deleted
+// meanwhile, or unreadable) is read from the tier instead.
+func (m *ML) readEntries(ctx context.Context, id, lo, hi int64) ([]ledger.Entry, error) {
+	off := m.offloadOf(id)
+	if off != nil && off.BookieDeleted {
+		return m.readTier(ctx, id, off.Base, lo, hi)
+	}
+	r, err := m.reader(ctx, id)
+	var ents []ledger.Entry
+	if err == nil {
+		ents, err = r.Read(ctx, lo, hi)
+	}
+	if err == nil || ctx.Err() != nil {
+		return ents, err
+	}
+	if off = m.offloadOf(id); off == nil {
+		return nil, err
+	}
+	m.log.Debug("bookie read failed; reading the tier copy", "ledger", id, "err", err)
+	return m.readTier(ctx, id, off.Base, lo, hi)
+}
+
+func (m *ML) readTier(ctx context.Context, id int64, base string, lo, hi int64) ([]ledger.Entry, error) {
+	r, err := m.tierReader(ctx, id, base)
+	if err != nil {
+		return nil, err
+	}
+	return r.Read(ctx, lo, hi)
 }
 
 // reader returns a (cached) reader of the closed ledger id.

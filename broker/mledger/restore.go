@@ -2,6 +2,7 @@ package mledger
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/stratamesh/strata/replicator"
 )
@@ -16,6 +17,7 @@ import (
 func restoreCore(tm *TopicMeta, lim Limits, maxEntry int, topic replicator.TopicID, region string) (c *core, replayFrom uint64, err error) {
 	c = newCore(lim, maxEntry, tm.FirstSeq)
 	c.setOrigin(topic, region, tm.Incarnation)
+	c.tierTrash = slices.Clone(tm.TierTrash)
 	var end uint64 // last sequence the ledgers hold
 	for i, li := range tm.Ledgers {
 		if li.State != LedgerClosed || li.Entries < 0 {

@@ -149,6 +149,9 @@ func (c *core) removeDone() []int64 {
 	for _, l := range c.ledgers {
 		if l.State == LedgerClosed && (l.Msgs == 0 || l.last() < c.counted) {
 			gone = append(gone, l.ID)
+			if l.Offload != nil {
+				c.tierTrash = append(c.tierTrash, l.Offload.Base)
+			}
 			c.live -= l.Bytes - l.trimmed
 			continue
 		}

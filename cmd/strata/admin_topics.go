@@ -119,6 +119,7 @@ func newAdminTopics(flags *adminFlags) *cobra.Command {
 			return subscriptionWrite(cmd, flags, http.MethodDelete, args[0], args[1], nil)
 		},
 	})
+	addOffloadCommands(cmd, flags)
 	return cmd
 }
 
