@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"time"
 
 	"github.com/stratamesh/strata/broker/jetstream"
@@ -37,6 +38,13 @@ func (n *Node) newJetStream() (*jetstream.Service, error) {
 		Region:        n.cfg.Region,
 		RemoteBrokers: n.remoteBrokers,
 	}
+	// Tiered storage (ARCHITECTURE §6): the region's tier, opened here so
+	// that a misconfigured one stops the broker with a clear error.
+	tier, err := n.managedTier(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("tier of region %s: %w", n.cfg.Region, err)
+	}
+	cfg.Tier = tier
 	if l := n.region.Ledger; l != nil {
 		cfg.Ensemble, cfg.WriteQuorum, cfg.AckQuorum = l.Ensemble, l.WriteQuorum, l.AckQuorum
 	}

@@ -51,7 +51,8 @@ type Node struct {
 	wanRef   atomic.Pointer[gossip.Pool] // n.wan, for replicator cursors
 	bookie   *bookie.Bookie              // bookies only
 	ledgerCl ledgerClient                // opened on first use by the ledger admin routes
-	engine   *storage.Engine             // bookies only: the bookie\'s storage
+	tier     regionTier                  // the region's tier, opened with the JetStream layer
+	engine   *storage.Engine             // bookies only: the bookie's storage
 	joins    []func()                    // pool joins, run after registration
 	ports    rememberedPorts             // ports bound last time (ports.json)
 
@@ -312,6 +313,7 @@ func (n *Node) startAdmin() error {
 		n.replicationRoutes(n.admin)
 		n.subscriptionRoutes(n.admin)
 		n.offloadRoutes(n.admin)
+		n.tierRoutes(n.admin)
 	}
 	n.admin.AddReadyCheck("metadata", func(ctx context.Context) error {
 		_, err := n.store.Get(ctx, n.registrationKey())
@@ -437,6 +439,7 @@ func (n *Node) Stop(ctx context.Context) error {
 			errs = append(errs, n.bookie.Stop(ctx))
 		}
 		errs = append(errs, n.closeLedgers())
+		errs = append(errs, n.closeTier())
 		if n.reg != nil {
 			errs = append(errs, n.reg.revoke(ctx))
 		}

@@ -40,6 +40,18 @@ type Tier struct {
 	Dir    string `json:"dir,omitempty"`
 	Bucket string `json:"bucket,omitempty"`
 	Prefix string `json:"prefix,omitempty"`
+	// Usage is what the tier holds (status only: a broker's GET
+	// /admin/v1/tier; nil when none answered).
+	Usage *TierUsage `json:"usage,omitempty"`
+}
+
+// TierUsage is what a region's tier holds for the region: objects (data
+// and index objects of offloaded ledgers) and their bytes.
+type TierUsage struct {
+	Kind    string `json:"kind"`
+	Objects int    `json:"objects"`
+	Bytes   int64  `json:"bytes"`
+	Error   string `json:"error,omitempty"`
 }
 
 // Node is one node's endpoints. Addresses are host:port; URLs carry their

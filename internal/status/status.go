@@ -80,7 +80,30 @@ func Collect(ctx context.Context, f *meshfile.File, client *http.Client) (*meshf
 		r.WAN = wanView(views)
 		out.Regions[i] = r
 	}
+	tierUsage(ctx, client, out.Regions)
 	return &out, answered
+}
+
+// tierUsage fills in each region's tier usage from the first of its
+// brokers that answers GET /admin/v1/tier.
+func tierUsage(ctx context.Context, client *http.Client, regions []meshfile.Region) {
+	var wg sync.WaitGroup
+	for i := range regions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, n := range regions[i].Nodes {
+				if n.Role != "broker" || n.Admin == "" || n.State != gossip.StateAlive {
+					continue
+				}
+				if u := fetchJSON[meshfile.TierUsage](ctx, client, n.Admin+"/admin/v1/tier"); u != nil {
+					regions[i].Tier.Usage = u
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // fetchReady asks /readyz; nil when the node did not answer at all.
@@ -205,7 +228,7 @@ func AllAlive(f *meshfile.File) bool {
 func PrintTable(w io.Writer, f *meshfile.File) {
 	fmt.Fprintf(w, "mesh %s (up since %s)\n", f.Mesh, f.StartedAt.Format("2006-01-02 15:04:05Z07:00"))
 	for _, r := range f.Regions {
-		fmt.Fprintf(w, "\nregion %s (tier %s)\n", r.Name, r.Tier.Kind)
+		fmt.Fprintf(w, "\nregion %s (tier %s)\n", r.Name, tierText(r.Tier))
 		if len(r.NATS) > 0 {
 			fmt.Fprintf(w, "  NATS: %s\n", strings.Join(r.NATS, ","))
 		}
@@ -230,6 +253,19 @@ func PrintTable(w io.Writer, f *meshfile.File) {
 		} else {
 			fmt.Fprintln(w, "  WAN pool: no broker of this region answered")
 		}
+	}
+}
+
+// tierText is a region's tier in the table: its kind and, when a broker
+// answered, the objects and bytes offloaded there.
+func tierText(t meshfile.Tier) string {
+	switch u := t.Usage; {
+	case u == nil:
+		return t.Kind
+	case u.Error != "":
+		return t.Kind + ", unreadable: " + u.Error
+	default:
+		return fmt.Sprintf("%s: %d objects, %s offloaded", t.Kind, u.Objects, BytesText(u.Bytes))
 	}
 }
 

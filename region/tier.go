@@ -1,0 +1,98 @@
+package region
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"sync"
+
+	"github.com/stratamesh/strata/broker/mledger"
+	"github.com/stratamesh/strata/internal/adminhttp"
+	"github.com/stratamesh/strata/internal/meshfile"
+	"github.com/stratamesh/strata/tiered"
+	"github.com/stratamesh/strata/tiered/blob"
+	"github.com/stratamesh/strata/tiered/blob/blobopen"
+	"github.com/stratamesh/strata/topology"
+)
+
+// regionTier is a broker's handle on its region's tier (ARCHITECTURE §6),
+// opened on first use.
+type regionTier struct {
+	once  sync.Once
+	store blob.Store
+	err   error
+}
+
+// TierConfig is the blob store configuration of a region's tier
+// (topology regions[].tier): an fs tier without a dir lives under
+// <data-dir>/<region>/tier, shared by the region's brokers.
+func TierConfig(t topology.Tier, dataDir, region string) blob.Config {
+	cfg := blob.Config{Kind: t.Kind, Bucket: t.Bucket, Prefix: t.Prefix}
+	switch t.Kind {
+	case topology.TierFS, "":
+		cfg.Kind, cfg.Dir = blob.KindFS, t.Dir
+		if cfg.Dir == "" {
+			cfg.Dir = filepath.Join(dataDir, region, "tier")
+		}
+	case topology.TierS3:
+		cfg.Region, cfg.Endpoint, cfg.PathStyle = t.Region, t.Endpoint, t.PathStyle
+	case topology.TierGCS:
+		cfg.Endpoint = t.Endpoint
+	}
+	return cfg
+}
+
+// tierStore opens the region's tier once.
+func (n *Node) tierStore(ctx context.Context) (blob.Store, error) {
+	n.tier.once.Do(func() {
+		n.tier.store, n.tier.err = blobopen.Open(ctx, TierConfig(n.region.Tier, n.cfg.DataDir, n.cfg.Region))
+	})
+	return n.tier.store, n.tier.err
+}
+
+// managedTier is the region's tier as the brokers' managed ledgers use
+// it, with one block cache for every topic.
+func (n *Node) managedTier(ctx context.Context) (mledger.Tier, error) {
+	st, err := n.tierStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return mledger.NewTier(st, tiered.NewBlockCache(tiered.DefaultCacheBytes), tiered.Config{}), nil
+}
+
+// closeTier closes the tier's store, if opened.
+func (n *Node) closeTier() error {
+	if n.tier.store == nil {
+		return nil
+	}
+	return n.tier.store.Close()
+}
+
+// tierRoutes mounts GET /admin/v1/tier: what the region's tier holds for
+// the region (the objects under "<region>/": data and index objects of
+// offloaded ledgers) — `strata status` shows it.
+func (n *Node) tierRoutes(s *adminhttp.Server) {
+	s.Handle("GET /admin/v1/tier", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u := meshfile.TierUsage{Kind: n.region.Tier.Kind}
+		if u.Kind == "" {
+			u.Kind = topology.TierFS
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), metadataTimeout)
+		defer cancel()
+		st, err := n.tierStore(ctx)
+		var objs []blob.Attrs
+		if err == nil {
+			objs, err = st.List(ctx, n.cfg.Region+"/")
+		}
+		if err != nil {
+			u.Error = err.Error()
+			adminhttp.WriteJSON(w, http.StatusOK, u)
+			return
+		}
+		for _, o := range objs {
+			u.Objects++
+			u.Bytes += o.Size
+		}
+		adminhttp.WriteJSON(w, http.StatusOK, u)
+	}))
+}
