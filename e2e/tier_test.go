@@ -105,6 +105,21 @@ func TestTieredRegions(t *testing.T) {
 		}
 	}
 
+	// The CLI shows it, and a requested offload with nothing left to
+	// copy ends at once.
+	admin := c.regions["r2"].brokers["b1"].report.Admin
+	out, errOut, code := strata(t, "admin", "topics", "offload-status", "demo/geo/tiers", "--url", admin)
+	if code != 0 || !strings.Contains(out, "offloaded") || !strings.Contains(out, "\ttier") && !strings.Contains(out, " tier ") {
+		t.Fatalf("offload-status: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = strata(t, "admin", "topics", "offload", "demo/geo/tiers", "--wait", "--url", admin)
+	if code != 0 || !strings.Contains(out, "offloaded") {
+		t.Fatalf("offload --wait: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, errOut, code = strata(t, "admin", "topics", "offload", "demo/geo/tiers", "--keep", "lots", "--url", admin); code == 0 || !strings.Contains(errOut, "--keep") {
+		t.Fatalf("offload --keep lots: exit %d, %s", code, errOut)
+	}
+
 	// A new consumer in each region reads everything in order, the
 	// offloaded ledgers from the tier.
 	for _, r := range geoRegions {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/internal/adminhttp"
@@ -12,6 +13,7 @@ import (
 	"github.com/stratamesh/strata/tiered"
 	"github.com/stratamesh/strata/tiered/blob"
 	"github.com/stratamesh/strata/tiered/blob/blobopen"
+	"github.com/stratamesh/strata/tiered/blob/fsblob"
 	"github.com/stratamesh/strata/topology"
 )
 
@@ -46,6 +48,16 @@ func TierConfig(t topology.Tier, dataDir, region string) blob.Config {
 func (n *Node) tierStore(ctx context.Context) (blob.Store, error) {
 	n.tier.once.Do(func() {
 		n.tier.store, n.tier.err = blobopen.Open(ctx, TierConfig(n.region.Tier, n.cfg.DataDir, n.cfg.Region))
+		// Temp files of uploads a crash interrupted (an fs tier's; an
+		// hour is longer than any upload takes, so the region's other
+		// brokers' uploads in progress are safe).
+		if fs, ok := n.tier.store.(*fsblob.Store); ok {
+			if k, err := fs.SweepTemp(ctx, time.Hour); err != nil {
+				n.logger.Warn("sweeping the tier's temp files failed", "err", err)
+			} else if k > 0 {
+				n.logger.Info("removed interrupted uploads from the tier", "files", k)
+			}
+		}
 	})
 	return n.tier.store, n.tier.err
 }
