@@ -45,7 +45,7 @@ func (n *Node) offloadAnswer(w http.ResponseWriter, r *http.Request, req jetstre
 	st, err := n.js.TopicOffload(ctx, name, req)
 	switch {
 	case err == nil:
-		adminhttp.WriteJSON(w, code, map[string]any{"region": n.cfg.Region, "topic": name.String(), "offload": st})
+		adminhttp.WriteJSON(w, code, map[string]any{"region": n.cfg.Region, "topic": name.String(), "tier": n.tierInfo(), "offload": st})
 	case errors.Is(err, jetstream.ErrTopicNotFound):
 		adminhttp.WriteError(w, http.StatusNotFound, "topic_not_found", "region "+n.cfg.Region+" has no topic "+name.String(), "topic")
 	case errors.Is(err, jetstream.ErrNoTier):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -104,7 +105,26 @@ func (n *Node) tierRoutes(s *adminhttp.Server) {
 		for _, o := range objs {
 			u.Objects++
 			u.Bytes += o.Size
+			if strings.HasSuffix(o.Name, tiered.DataObjectName("")) {
+				u.Ledgers++
+			}
 		}
 		adminhttp.WriteJSON(w, http.StatusOK, u)
 	}))
+}
+
+// TierInfo names a region's tier in admin answers: its kind and where
+// its objects go (a directory, or bucket/prefix).
+type TierInfo struct {
+	Kind  string `json:"kind"`
+	Where string `json:"where"`
+}
+
+func (n *Node) tierInfo() TierInfo {
+	c := TierConfig(n.region.Tier, n.cfg.DataDir, n.cfg.Region)
+	where := c.Dir
+	if c.Bucket != "" {
+		where = c.Bucket + "/" + c.Prefix
+	}
+	return TierInfo{Kind: c.Kind, Where: where}
 }

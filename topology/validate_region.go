@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -200,8 +201,38 @@ func (r *report) checkMetadata(p string, md *Metadata) {
 	}
 }
 
+// tierFields are the tier fields each kind takes (besides kind).
+var tierFields = map[string][]string{
+	TierFS:  {"dir", "prefix"},
+	TierS3:  {"bucket", "prefix", "region", "endpoint", "path_style"},
+	TierGCS: {"bucket", "prefix", "endpoint"},
+}
+
 func (r *report) checkTier(p string, t *Tier) {
 	r.oneOf(field(p, "kind"), "tier kind", t.Kind, TierFS, TierS3, TierGCS)
+	kind := t.Kind
+	if !r.ix.has(field(p, "kind")) {
+		kind = TierFS // the default
+		for _, f := range []string{"bucket", "region", "endpoint", "path_style"} {
+			if r.ix.has(field(p, f)) {
+				r.errorf(field(p, f), "needs a tier kind (s3 or gcs): without one the tier is fs and %s would be ignored", f)
+				return
+			}
+		}
+	}
+	if allowed, ok := tierFields[kind]; ok {
+		for _, f := range []string{"bucket", "region", "endpoint", "path_style", "dir"} {
+			if r.ix.has(field(p, f)) && !slices.Contains(allowed, f) {
+				r.errorf(field(p, f), "does not apply to tier kind %s (it takes %s)", kind, strings.Join(allowed, ", "))
+			}
+		}
+	}
+	if bp := field(p, "bucket"); t.Bucket != "" && !validBucket(t.Bucket) {
+		r.errorf(bp, "bucket name %s: want 3-63 lowercase letters, digits, '.', '-' or '_'", quoteShort(t.Bucket))
+	}
+	if pp := field(p, "prefix"); strings.Contains("/"+t.Prefix+"/", "/../") || strings.Contains("/"+t.Prefix+"/", "/./") {
+		r.errorf(pp, "must not contain . or .. segments, got %s", quoteShort(t.Prefix))
+	}
 	if (t.Kind == TierS3 || t.Kind == TierGCS) && t.Bucket == "" {
 		if bp := field(p, "bucket"); r.ix.has(bp) || r.ix.keys[bp] != (pos{}) {
 			r.missing(bp)
@@ -212,4 +243,19 @@ func (r *report) checkTier(p string, t *Tier) {
 	if ep := field(p, "endpoint"); r.ix.has(ep) && !isHTTPURL(t.Endpoint) {
 		r.errorf(ep, "want an http:// or https:// URL, got %s", quoteShort(t.Endpoint))
 	}
+}
+
+// validBucket is an S3/GCS bucket name: 3-63 of [a-z0-9._-], starting
+// and ending with a letter or digit.
+func validBucket(b string) bool {
+	if len(b) < 3 || len(b) > 63 {
+		return false
+	}
+	for i, c := range b {
+		alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || i == len(b)-1 || c != '.' && c != '-' && c != '_') {
+			return false
+		}
+	}
+	return true
 }

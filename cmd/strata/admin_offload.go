@@ -13,6 +13,8 @@ import (
 
 	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/internal/adminclient"
+	"github.com/stratamesh/strata/internal/status"
+	"github.com/stratamesh/strata/region"
 	"github.com/stratamesh/strata/topology"
 )
 
@@ -20,6 +22,7 @@ import (
 type offloadAnswer struct {
 	Region  string                 `json:"region"`
 	Topic   string                 `json:"topic"`
+	Tier    region.TierInfo        `json:"tier"`
 	Offload *mledger.OffloadStatus `json:"offload"`
 }
 
@@ -34,7 +37,9 @@ func addOffloadCommands(cmd *cobra.Command, flags *adminFlags) {
 		Long: "Copy a topic's closed ledgers to its region's tier (fs, S3 or GCS), oldest first, until\n" +
 			"at most --keep bytes of its data are not offloaded (default 0: every closed ledger),\n" +
 			"whatever the namespace's offload threshold. Bookie copies are deleted after the\n" +
-			"namespace's deletion lag. Consumers read offloaded ledgers from the tier without noticing.\n" +
+			"namespace's deletion lag (offload.deletion_lag; 4h in a namespace without an offload policy).\n" +
+			"Only closed ledgers are offloaded: the open one once it rolls over. Consumers read offloaded\n" +
+			"ledgers from the tier without noticing.\n" +
 			"With --wait it shows the progress until the offload is done. Needs --region when the\n" +
 			"mesh has several regions (each region has its own tier).",
 		Args: cobra.ExactArgs(1),
@@ -59,15 +64,18 @@ func addOffloadCommands(cmd *cobra.Command, flags *adminFlags) {
 			if err := sendFirst(cmd.Context(), flags, client, http.MethodPost, urls[order[0]], path, map[string]int64{"keep_bytes": int64(size)}, &a); err != nil {
 				return err
 			}
+			last := ""
 			for wait && a.Offload != nil && (a.Offload.Requested || a.Offload.Running != nil) {
-				if !flags.json {
-					fmt.Fprintln(cmd.OutOrStdout(), offloadProgress(a.Offload))
+				if line := offloadProgress(a.Offload); !flags.json && line != last {
+					fmt.Fprintln(cmd.OutOrStdout(), line)
+					last = line
 				}
 				select {
 				case <-cmd.Context().Done():
 					return cmd.Context().Err()
 				case <-time.After(500 * time.Millisecond):
 				}
+				a = offloadAnswer{} // a field left out of the answer is not the last one's
 				if err := sendFirst(cmd.Context(), flags, client, http.MethodGet, urls[order[0]], path, nil, &a); err != nil {
 					return err
 				}
@@ -79,6 +87,9 @@ func addOffloadCommands(cmd *cobra.Command, flags *adminFlags) {
 			printOffload(tw, a)
 			if err := tw.Flush(); err != nil {
 				return err
+			}
+			if st := a.Offload; st != nil && st.Running == nil && !st.Requested && st.LastError == "" && onBookiesOnly(st) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "nothing (more) to offload: every closed ledger is in the tier; the open ledger is offloaded once it rolls over (the region's rollover limits)")
 			}
 			if a.Offload != nil && a.Offload.LastError != "" {
 				return fmt.Errorf("offload of %s failed (will retry at %s): %s", args[0], a.Offload.NextRetry.UTC().Format(time.RFC3339), a.Offload.LastError)
@@ -149,6 +160,17 @@ func sendFirst(ctx context.Context, flags *adminFlags, client *http.Client, meth
 	return err
 }
 
+// onBookiesOnly counts the closed ledgers without a tier copy.
+func onBookiesOnly(st *mledger.OffloadStatus) int {
+	n := 0
+	for _, l := range st.Ledgers {
+		if l.Where == "bookies" {
+			n++
+		}
+	}
+	return n
+}
+
 func offloadProgress(st *mledger.OffloadStatus) string {
 	if r := st.Running; r != nil {
 		pct := 0.0
@@ -168,10 +190,17 @@ func printOffload(tw *tabwriter.Writer, a offloadAnswer) {
 	}
 	policy := "on request only"
 	if st.Threshold != nil {
-		policy = fmt.Sprintf("threshold %d bytes", *st.Threshold)
+		policy = "offload past " + status.BytesText(*st.Threshold) + " not offloaded"
 	}
-	fmt.Fprintf(tw, "region\t%s\ntopic\t%s\ntier\t%t\npolicy\t%s, deletion lag %s\n", a.Region, a.Topic, st.Tier, policy, st.DeletionLag)
-	fmt.Fprintf(tw, "offloaded\t%d ledgers, %d bytes in the tier\non bookies\t%d bytes\n", st.OffloadedLedgers, st.OffloadedBytes, st.BookieBytes)
+	tier := "none"
+	if st.Tier {
+		tier = a.Tier.Kind
+		if where := a.Tier.Where; where != "" {
+			tier += " " + where
+		}
+	}
+	fmt.Fprintf(tw, "region\t%s\ntopic\t%s\ntier\t%s\npolicy\t%s, bookie copies deleted %s later\n", a.Region, a.Topic, tier, policy, st.DeletionLag)
+	fmt.Fprintf(tw, "offloaded\t%d ledgers, %s in the tier\non bookies\t%s\n", st.OffloadedLedgers, status.BytesText(st.OffloadedBytes), status.BytesText(st.BookieBytes))
 	if st.Running != nil || st.Requested {
 		fmt.Fprintf(tw, "in progress\t%s\n", offloadProgress(st))
 	}

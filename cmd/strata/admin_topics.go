@@ -71,9 +71,18 @@ func newAdminTopics(flags *adminFlags) *cobra.Command {
 				fmt.Fprintf(tw, "messages\t%d\nbytes\t%d\nfirst seq\t%d\nlast seq\t%d\nsubjects seen\t%d\n", st.Messages, st.Bytes, st.FirstSeq, st.LastSeq, st.NumSubjects)
 				var ls []string
 				for _, l := range st.Ledgers {
-					ls = append(ls, fmt.Sprintf("%d(%s, from seq %d)", l.ID, l.State, l.FirstSeq))
+					where := ""
+					if o := l.Offload; o != nil && o.BookieDeleted {
+						where = ", in the tier"
+					} else if o != nil {
+						where = ", on bookies and in the tier"
+					}
+					ls = append(ls, fmt.Sprintf("%d(%s, from seq %d%s)", l.ID, l.State, l.FirstSeq, where))
 				}
 				fmt.Fprintf(tw, "ledgers\t%s\n", strings.Join(ls, " "))
+				if o := st.Offload; o != nil && o.OffloadedLedgers > 0 {
+					fmt.Fprintf(tw, "offloaded\t%d ledgers in the tier (%d bytes); %d bytes on bookies (admin topics offload-status)\n", o.OffloadedLedgers, o.OffloadedBytes, o.BookieBytes)
+				}
 				fmt.Fprintf(tw, "subscriptions\t%d\n", len(st.Subscriptions))
 				for _, s := range st.Subscriptions {
 					fmt.Fprintf(tw, "  %s\tack floor %d, delivered %d, unacked %d, backlog %d\n", s.Name, s.AckFloor, s.Delivered, s.NumAckPending, s.Backlog)

@@ -48,7 +48,10 @@ type Tier struct {
 // TierUsage is what a region's tier holds for the region: objects (data
 // and index objects of offloaded ledgers) and their bytes.
 type TierUsage struct {
-	Kind    string `json:"kind"`
+	Kind string `json:"kind"`
+	// Ledgers is how many ledger copies (data objects) it holds; Objects
+	// counts their data and index objects, Bytes the objects' sizes.
+	Ledgers int    `json:"ledgers"`
 	Objects int    `json:"objects"`
 	Bytes   int64  `json:"bytes"`
 	Error   string `json:"error,omitempty"`

@@ -265,7 +265,7 @@ func tierText(t meshfile.Tier) string {
 	case u.Error != "":
 		return t.Kind + ", unreadable: " + u.Error
 	default:
-		return fmt.Sprintf("%s: %d objects, %s offloaded", t.Kind, u.Objects, BytesText(u.Bytes))
+		return fmt.Sprintf("%s: %d ledgers offloaded, %s in %d objects", t.Kind, u.Ledgers, BytesText(u.Bytes), u.Objects)
 	}
 }
 
