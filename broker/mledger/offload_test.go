@@ -12,6 +12,8 @@ import (
 
 	"github.com/stratamesh/strata/bookie/ledger"
 	"github.com/stratamesh/strata/internal/testutil"
+	"github.com/stratamesh/strata/tiered"
+	"github.com/stratamesh/strata/tiered/blob/memblob"
 )
 
 // memTier is a Tier in memory: each copy is its entries. It counts
@@ -23,6 +25,32 @@ type memTier struct {
 }
 
 func newMemTier() *memTier { return &memTier{copies: map[string][]ledger.Entry{}} }
+
+// storeTier is the real Tier (package tiered's format, offload and
+// reader) over an in-memory blob store, with the fake's counters.
+type storeTier struct {
+	Tier
+	store *memblob.Store
+}
+
+func newBlobTier() *storeTier {
+	st := memblob.New()
+	return &storeTier{Tier: NewTier(st, tiered.NewBlockCache(1<<20), tiered.Config{BlockSize: 64 << 10}), store: st}
+}
+
+func (t *storeTier) readCount() int { return t.store.Calls(memblob.OpRead) }
+
+// bases lists the copies in the store (one per data object).
+func (t *storeTier) bases() []string {
+	objs, _ := t.store.List(context.Background(), "")
+	var out []string
+	for _, o := range objs {
+		if b, ok := strings.CutSuffix(o.Name, ".data"); ok {
+			out = append(out, b)
+		}
+	}
+	return out
+}
 
 func (m *memTier) Offload(ctx context.Context, src EntryReader, id, last, length int64, base string, progress OffloadProgress) (int64, error) {
 	var all []ledger.Entry
@@ -222,7 +250,7 @@ func readAll(t *testing.T, ml *ML, from, to uint64) {
 func TestOffloadThenReadFromTier(t *testing.T) {
 	e := newEnv(t)
 	e.create(testTopic, `{}`)
-	tier := newMemTier()
+	tier := newBlobTier()
 	ml := e.open(testTopic, e.config(testTopic, nil, offloadConfig(tier)))
 	for i := 1; i <= 1000; i++ {
 		mustPublish(t, ml, "acme.prod.orders", fmt.Sprintf("msg-%d", i), PublishOptions{})
@@ -296,7 +324,7 @@ func TestOffloadThenReadFromTier(t *testing.T) {
 func TestOffloadSourceFailsHalfway(t *testing.T) {
 	e := newEnv(t)
 	e.create(testTopic, `{}`)
-	tier := newMemTier()
+	tier := newBlobTier()
 	fail := &atomicBool{v: true}
 	ml := e.open(testTopic, e.config(testTopic, nil, offloadConfig(tier), func(c *Config) {
 		c.WrapOffloadSource = func(src EntryReader) EntryReader { return failingSource{src: src, failAt: 50, fail: fail} }
