@@ -140,6 +140,11 @@ func (r *runner) loop() {
 		if r.c.LoadErr() != nil {
 			wait = min(wait, loadRetry) // a bookie read failed: try the round again soon
 		}
+		if !r.durable && r.cfg.InactiveThreshold > 0 {
+			// Wake to delete an inactive ephemeral consumer (else an idle
+			// one waited for its next deadline, up to an hour).
+			wait = min(wait, latest(r.lastActive, r.c.LastActivity()).Add(r.cfg.InactiveThreshold).Sub(now)+time.Millisecond)
+		}
 		timer.Reset(max(wait, 0))
 		select {
 		case <-r.kick:
