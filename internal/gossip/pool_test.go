@@ -2,6 +2,7 @@ package gossip
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,7 +78,16 @@ func TestReconnectAfterFailure(t *testing.T) {
 	port := b.serf.LocalMember().Port
 	b.Close()
 	testutil.Eventually(t, "b failed at a", 10*time.Second, func() bool { return states(a)["r.b"] == StateFailed })
-	b2, err := Start(Config{NodeName: "r.b", BindPort: int(port), Profile: ProfileLoopback})
+	// The old port may be taken for a moment by another test's socket
+	// (the packages' tests run in parallel): retry the bind a while.
+	var b2 *Pool
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		b2, err = Start(Config{NodeName: "r.b", BindPort: int(port), Profile: ProfileLoopback})
+		if err == nil || !strings.Contains(err.Error(), "address already in use") || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
