@@ -126,13 +126,30 @@ func TestGeoReplicationHoldsWorkQueue(t *testing.T) {
 	if got := fetchIDs(t, cons, 60, 20*time.Second, func(string) bool { return true }); len(got) != 60 {
 		t.Fatalf("worker got %d of 60", len(got))
 	}
-	time.Sleep(3 * time.Second) // retention rounds
-	st, err := c.topicStats("r1", "demo/geo/wq")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Messages != 60 {
-		t.Fatalf("r1 holds %d messages after the worker acked all 60, want all 60 kept for r2", st.Messages)
+	// Once the worker's acks are persisted (ack floor 60), only the
+	// replicator cursor holds the messages. Retention runs on each
+	// maintenance pass (every second): over three passes r1 must keep
+	// all 60 (a negative check, so it watches for a while).
+	testutil.Eventually(t, "the worker's acks persisted", 20*time.Second, func() bool {
+		st, err := c.topicStats("r1", "demo/geo/wq")
+		if err != nil {
+			return false
+		}
+		for _, s := range st.Subscriptions {
+			if s.Name == "worker" && s.AckFloor == 60 {
+				return true
+			}
+		}
+		return false
+	})
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		st, err := c.topicStats("r1", "demo/geo/wq")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Messages != 60 {
+			t.Fatalf("r1 holds %d messages after the worker acked all 60, want all 60 kept for r2", st.Messages)
+		}
 	}
 	for _, id := range []string{"b1", "b2"} {
 		r2.start(t, c.dir, id)
