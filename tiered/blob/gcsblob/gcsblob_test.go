@@ -26,15 +26,16 @@ func TestMain(m *testing.M) {
 // newFakeGCS starts an in-process GCS-compatible server on loopback
 // (plain HTTP). Its public host is 127.0.0.1 so that the client's XML
 // API reads (http://127.0.0.1:port/bucket/object) are routed to it. It
-// keeps objects in a directory: its in-memory backend scans every object
-// on each insert, which makes the 1,100-object listing test slow.
+// keeps objects in memory: its directory backend rewrites a file in
+// place, so a read racing an overwrite could see part of both (GCS
+// replaces objects atomically; ConcurrentOverwrite checks we rely on
+// that). The memory backend is slower to list 1,100 objects.
 func newFakeGCS(t *testing.T) *fakestorage.Server {
 	t.Helper()
 	srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{
-		Scheme:      "http",
-		Host:        "127.0.0.1",
-		PublicHost:  "127.0.0.1",
-		StorageRoot: t.TempDir(),
+		Scheme:     "http",
+		Host:       "127.0.0.1",
+		PublicHost: "127.0.0.1",
 	})
 	if err != nil {
 		t.Fatalf("fake GCS: %v", err)
