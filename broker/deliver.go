@@ -87,12 +87,27 @@ func (p *producer) spareQueues() [][]byte {
 // region (local or behind a route), and to each peer broker with matching
 // plain interest. A request nobody took gets a 503 (§1.8).
 func (s *Server) publish(pub *client, m *natsproto.Msg) {
+	s.publishTo(pub, m, false)
+}
+
+// publishTo is publish; once says that m.Subject is a one-off subject (a
+// reply inbox), matched without filling the subject caches
+// (sublist.MatchBytesOnce).
+func (s *Server) publishTo(pub *client, m *natsproto.Msg, once bool) {
 	p := &pub.prod
 	echo := pub.echo.Load()
-	local := s.subs.MatchBytes(m.Subject)
+	var local *sublist.Result[*subscription]
 	var remote *sublist.Result[*route]
-	if s.nRoutes.Load() > 0 {
-		remote = s.remote.MatchBytes(m.Subject)
+	if once {
+		local = s.subs.MatchBytesOnce(m.Subject)
+		if s.nRoutes.Load() > 0 {
+			remote = s.remote.MatchBytesOnce(m.Subject)
+		}
+	} else {
+		local = s.subs.MatchBytes(m.Subject)
+		if s.nRoutes.Load() > 0 {
+			remote = s.remote.MatchBytes(m.Subject)
+		}
 	}
 	delivered := false
 	for _, sub := range local.Plain {

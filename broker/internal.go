@@ -88,6 +88,32 @@ func (s *Server) PublishInternal(subject, reply, hdr, payload []byte) {
 	internalPublishers.Put(c)
 }
 
+// Reply is a message to a one-off reply subject (a request's inbox), such
+// as a JetStream PubAck.
+type Reply struct {
+	Subject, Payload []byte
+}
+
+// PublishReplies publishes each reply, in order, as PublishInternal would
+// (no reply subject, no header), then wakes each receiving connection
+// once for all of them rather than once per message, so a batch of
+// answers leaves in few writes. Reply subjects are matched without
+// filling the subject cache (each is used once; caching would only evict
+// subjects worth keeping). Safe for concurrent use; the bytes are not
+// retained.
+func (s *Server) PublishReplies(rs []Reply) {
+	if len(rs) == 0 {
+		return
+	}
+	c := internalPublishers.Get().(*client)
+	for i := range rs {
+		m := natsproto.Msg{Subject: rs[i].Subject, Payload: rs[i].Payload}
+		s.publishTo(c, &m, true)
+	}
+	c.prod.flush()
+	internalPublishers.Put(c)
+}
+
 // DeliverLocal delivers a message to this broker's own client
 // subscriptions matching inbox, showing subject (not inbox) on the MSG
 // line: how a pull consumer's messages reach the requester's inbox with

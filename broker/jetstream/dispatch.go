@@ -36,6 +36,11 @@ func (s *Service) dispatch(m message) {
 			return
 		}
 		st := m.stream
+		if t := s.servedHere(st.name); t != nil {
+			t.publish(m) // stored (copied) before it returns: m may be borrowed
+			return
+		}
+		m = m.owned() // forwarded or parked: kept past the caller's buffer
 		s.toOwner(st.name, m, func(t *topic) { t.publish(m) })
 	}
 }
@@ -166,6 +171,18 @@ func (s *Service) goAPI(f func()) {
 		defer func() { <-s.apiSem }()
 		f()
 	})
+}
+
+// servedHere returns topic name when this broker serves it and nothing
+// is parked for it (so a message handled now keeps its order), else nil.
+func (s *Service) servedHere(name mledger.Name) *topic {
+	s.mu.Lock()
+	t, parked := s.topics[name], s.parked[name] != nil
+	s.mu.Unlock()
+	if parked || t == nil || !t.isReady() {
+		return nil
+	}
+	return t
 }
 
 // toOwner hands m to the owner of topic name: to local if this broker

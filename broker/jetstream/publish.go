@@ -3,6 +3,7 @@ package jetstream
 import (
 	"encoding/json"
 	"errors"
+	"github.com/stratamesh/strata/broker"
 	"strconv"
 	"strings"
 
@@ -69,7 +70,9 @@ func (t *topic) publish(m message) {
 			t.s.respond(reply, pubAckError(st.stream, pubError(err)))
 			return
 		}
-		t.s.respond(reply, pubAckOK(quoted, r.Seq, r.Duplicate))
+		// On the ML's answering goroutine: sent with the rest of its
+		// run of answers (flushPubAcks).
+		t.pubAcks = append(t.pubAcks, broker.Reply{Subject: []byte(reply), Payload: pubAckOK(quoted, r.Seq, r.Duplicate)})
 	})
 }
 

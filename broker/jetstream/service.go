@@ -221,8 +221,10 @@ func (s *Service) ClientPublish(ci broker.ClientInfo, subject, reply, hdr, paylo
 			return res
 		}
 	}
+	// A publish to a topic served here is stored (copied) before
+	// dispatch returns; toOwner copies it first when it must wait.
 	s.dispatch(message{origin: s.cfg.Name, subject: string(subject), reply: string(reply),
-		hdr: bytes.Clone(hdr), data: bytes.Clone(payload), stream: st})
+		hdr: hdr, data: payload, stream: st, borrowed: true})
 	return broker.HookStored
 }
 
@@ -246,6 +248,18 @@ type message struct {
 	hdr     []byte
 	data    []byte
 	stream  *stream // for publishes: the capturing stream, when known
+	// borrowed: hdr and data are the client connection's read buffer,
+	// valid only until dispatch returns (toOwner copies them before
+	// keeping the message).
+	borrowed bool
+}
+
+// owned returns m with hdr and data copies of its own.
+func (m message) owned() message {
+	if m.borrowed {
+		m.hdr, m.data, m.borrowed = bytes.Clone(m.hdr), bytes.Clone(m.data), false
+	}
+	return m
 }
 
 // onForward receives a client message another broker forwarded to this

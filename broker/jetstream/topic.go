@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stratamesh/strata/broker"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -44,8 +45,20 @@ type topic struct {
 	// its tombstone is not yet persisted.
 	subsMu sync.Mutex
 
+	// pubAcks holds the PubAcks of a run of answered publishes; the
+	// managed ledger's answering goroutine, the only one touching it,
+	// sends them together after the run (flushPubAcks).
+	pubAcks []broker.Reply
+
 	stopOnce sync.Once
 	done     chan struct{}
+}
+
+// flushPubAcks sends the buffered PubAcks (mledger.Config.AfterAnswers).
+func (t *topic) flushPubAcks() {
+	t.s.srv.PublishReplies(t.pubAcks)
+	clear(t.pubAcks)
+	t.pubAcks = t.pubAcks[:0]
 }
 
 func (t *topic) isReady() bool { return t != nil && t.ready.Load() }
@@ -92,8 +105,9 @@ func (s *Service) openTopic(ctx context.Context, n mledger.Name, own *ownedBundl
 		Ensemble: s.cfg.Ensemble, WriteQuorum: s.cfg.WriteQuorum, AckQuorum: s.cfg.AckQuorum,
 		Cond: own.Cond(), Limits: s.cfg.limits(&st.config), Now: s.cfg.Now, Region: s.cfg.Region,
 		Tier: s.cfg.Tier, Offload: s.cfg.Tenants[n.Tenant][n.Namespace].Offload,
-		OnLost: func(err error) { go t.lost(err) },
-		Logger: s.cfg.Logger, // the managed ledger names the topic itself
+		OnLost:       func(err error) { go t.lost(err) },
+		AfterAnswers: t.flushPubAcks,
+		Logger:       s.cfg.Logger, // the managed ledger names the topic itself
 	}, n)
 	if err != nil {
 		return fail(fmt.Errorf("open managed ledger %s: %w", n, err))

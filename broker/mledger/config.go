@@ -145,6 +145,13 @@ type Config struct {
 	// are confirmed (back-pressure; one message is always admitted).
 	// Default 16 MiB.
 	MaxQueuedBytes int
+	// AfterAnswers, if set, is called by the goroutine that answers
+	// publishes (the one calling their done) after each run of answers,
+	// before it waits for more: a caller whose done only buffers its reply
+	// sends the buffer then, so a batch of answers leaves together. It
+	// must not block. A done called inline by Publish (a refusal) is not
+	// followed by it.
+	AfterAnswers func()
 	// MaintenanceInterval is how often the ML checks RolloverAge and
 	// MaxAge and persists lazy changes (trims) to etcd. Default 1 s.
 	// Shorter: trims reach etcd sooner, more etcd writes.

@@ -276,6 +276,9 @@ func (m *ML) completer() {
 			for _, a := range answers {
 				a.done(a.res, a.err)
 			}
+			if len(answers) > 0 && m.cfg.AfterAnswers != nil {
+				m.cfg.AfterAnswers()
+			}
 			if exit {
 				return
 			}

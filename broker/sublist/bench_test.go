@@ -82,6 +82,24 @@ func BenchmarkMatchBytesMiss(b *testing.B) {
 	}
 }
 
+// BenchmarkMatchBytesOnceMiss is BenchmarkMatchBytesMiss through
+// MatchBytesOnce, which leaves the cache alone (how PubAcks reach their
+// one-off reply inboxes).
+func BenchmarkMatchBytesOnceMiss(b *testing.B) {
+	l := benchList(b)
+	const n = 1 << 16
+	subjects := make([][]byte, n)
+	for i := range subjects {
+		subjects[i] = fmt.Appendf(nil, "orders.r%d.x%d", i%10, i)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		l.MatchBytesOnce(subjects[i%n])
+		i++
+	}
+}
+
 // BenchmarkHasInterestMiss is the no-responders check on an uncached
 // subject: a trie walk without building a result.
 func BenchmarkHasInterestMiss(b *testing.B) {

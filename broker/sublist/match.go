@@ -61,6 +61,24 @@ func (l *List[T]) MatchBytes(subject []byte) *Result[T] {
 	return l.miss(string(subject), false)
 }
 
+// MatchBytesOnce is MatchBytes for a subject that is unlikely to be
+// published to again, such as a request's reply inbox: a result the cache
+// lacks is computed and returned without being cached, so one-off
+// subjects neither evict the entries worth keeping nor take the write
+// lock. The result is shared: see Result.
+func (l *List[T]) MatchBytesOnce(subject []byte) *Result[T] {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if i, ok := l.cache.index[string(subject)]; ok {
+		return l.cache.entries[i].r
+	}
+	if !literalBytesOK(subject) {
+		return l.empty
+	}
+	var buf [8]*node[T]
+	return l.result(l.root.collect(string(subject), buf[:0]))
+}
+
 // HasInterest reports whether anything matches subject (as Match would
 // say). It does not allocate, and it does not fill the cache.
 func (l *List[T]) HasInterest(subject []byte) bool {

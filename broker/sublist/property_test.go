@@ -196,6 +196,10 @@ func TestProperty(t *testing.T) {
 				s := pub.Draw(t, "subject")
 				matched(s, l.MatchBytes([]byte(s)), "MatchBytes")
 			},
+			"matchBytesOnce": func(t *rapid.T) {
+				s := pub.Draw(t, "subject")
+				matched(s, l.MatchBytesOnce([]byte(s)), "MatchBytesOnce")
+			},
 			"hasInterest": func(t *rapid.T) {
 				s := pub.Draw(t, "subject")
 				if got, want := l.HasInterest([]byte(s)), m.match(s) != canon(&Result[int]{}); got != want {
