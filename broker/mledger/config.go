@@ -26,8 +26,8 @@ const (
 	DefaultMaxBatchBytes      = 1 << 20
 	DefaultMaxBatchMsgs       = 1000
 	DefaultMaxQueuedBytes     = 16 << 20
-	DefaultLinger             = 2 * time.Millisecond
-	DefaultLingerGap          = 200 * time.Microsecond
+	DefaultLinger             = 500 * time.Microsecond
+	DefaultLingerGap          = 50 * time.Microsecond
 )
 
 // Limits are a topic's retention and rollover limits: the JetStream
@@ -135,7 +135,7 @@ type Config struct {
 	// MaxBatchBytes) is queued. A burst of publishes after a pause (a
 	// client's window of async publishes) then costs one bookie round trip
 	// instead of two. While entries are in flight nothing lingers (the
-	// entries in flight are the wait). Defaults 2 ms and 200 µs; a lone
+	// entries in flight are the wait). Defaults 500 µs and 50 µs; a lone
 	// publish on a quiet topic waits LingerGap. Linger < 0: no linger
 	// (every message goes at once when fewer than MaxInflightEntries are
 	// in flight).

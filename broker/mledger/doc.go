@@ -152,7 +152,7 @@
 // entries are in flight, so entries grow with the load and the batch size follows the ledger's
 // round trip. One timer remains, for bursts after a pause: when a
 // message is queued with no entry in flight, it lingers until no further
-// message came for Config.LingerGap (200 µs), at most Config.Linger (2 ms)
+// message came for Config.LingerGap (50 µs), at most Config.Linger (500 µs)
 // or until a full entry is queued, so a client's window of async
 // publishes costs one bookie round trip rather than two (the first
 // message alone, then the rest); under load the K entries in flight are
