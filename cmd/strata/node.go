@@ -18,9 +18,9 @@ import (
 	"github.com/stratamesh/strata/region"
 )
 
-// nodeGCPercent is a node's GOGC unless the environment sets one (see
-// newNode's help).
-const nodeGCPercent = 400
+// brokerGCPercent is a broker node's GOGC unless the environment sets one
+// (see newNode's help).
+const brokerGCPercent = 400
 
 func newNode() *cobra.Command {
 	var cfg region.NodeConfig
@@ -37,11 +37,12 @@ With STRATA_CPUPROFILE=FILE in the environment, the node writes a Go CPU
 profile of its whole life to FILE when it stops (for go tool pprof); "{node}"
 in FILE is replaced by <region>.<id>.
 
-Unless GOGC is set in the environment, the node runs the Go garbage collector
-at GOGC=400 (a heap may grow to five times what is live before a collection)
-rather than Go's 100: a broker or bookie allocates per message and per
-entry, and at 100 collection took ~14% of a broker's CPU and held answers
-back (docs/perf.md, JetStream run 8).`,
+Unless GOGC is set in the environment, a broker node runs the Go garbage
+collector at GOGC=400 (its heap may grow to five times what is live before a
+collection) rather than Go's 100: a broker allocates per message, and at 100
+collection took ~14% of its CPU and held PubAcks back (docs/perf.md, JetStream
+runs 7-9). Bookies and meta nodes keep Go's default: a bookie's live heap is
+mostly its write cache, which a higher GOGC would multiply.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			m, _, err := loadTopology(file)
@@ -52,8 +53,8 @@ back (docs/perf.md, JetStream run 8).`,
 			if err != nil {
 				return err
 			}
-			if os.Getenv("GOGC") == "" {
-				debug.SetGCPercent(nodeGCPercent)
+			if cfg.Role == "broker" && os.Getenv("GOGC") == "" {
+				debug.SetGCPercent(brokerGCPercent)
 			}
 			cfg.Mesh, cfg.Gossip, cfg.Logger = m, gossip.Profile(gossipProfile), logger
 			cfg.DataDir = dataDirOr(cfg.DataDir, m)
