@@ -69,17 +69,23 @@ func BenchmarkMatchBytesHitParallel(b *testing.B) {
 // and caches it (evicting once the cache is full).
 func BenchmarkMatchBytesMiss(b *testing.B) {
 	l := benchList(b)
-	const n = 1 << 16 // far more than the cache holds
-	subjects := make([][]byte, n)
-	for i := range subjects {
-		subjects[i] = fmt.Appendf(nil, "orders.r%d.x%d", i%10, i)
-	}
+	subjects := missSubjects()
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		l.MatchBytes(subjects[i%n])
+		l.MatchBytes(subjects[i%len(subjects)])
 		i++
 	}
+}
+
+// missSubjects are 65,536 distinct subjects, far more than the cache
+// holds.
+func missSubjects() [][]byte {
+	subjects := make([][]byte, 1<<16)
+	for i := range subjects {
+		subjects[i] = fmt.Appendf(nil, "orders.r%d.x%d", i%10, i)
+	}
+	return subjects
 }
 
 // BenchmarkMatchBytesOnceMiss is BenchmarkMatchBytesMiss through
@@ -87,15 +93,11 @@ func BenchmarkMatchBytesMiss(b *testing.B) {
 // one-off reply inboxes).
 func BenchmarkMatchBytesOnceMiss(b *testing.B) {
 	l := benchList(b)
-	const n = 1 << 16
-	subjects := make([][]byte, n)
-	for i := range subjects {
-		subjects[i] = fmt.Appendf(nil, "orders.r%d.x%d", i%10, i)
-	}
+	subjects := missSubjects()
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		l.MatchBytesOnce(subjects[i%n])
+		l.MatchBytesOnce(subjects[i%len(subjects)])
 		i++
 	}
 }
