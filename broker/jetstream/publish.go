@@ -3,10 +3,10 @@ package jetstream
 import (
 	"encoding/json"
 	"errors"
-	"github.com/stratamesh/strata/broker"
 	"strconv"
 	"strings"
 
+	"github.com/stratamesh/strata/broker"
 	"github.com/stratamesh/strata/broker/jsapi"
 	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/broker/natsproto"

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/stratamesh/strata/broker"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/stratamesh/strata/broker"
 	"github.com/stratamesh/strata/broker/consumer"
 	"github.com/stratamesh/strata/broker/jsapi"
 	"github.com/stratamesh/strata/broker/mledger"
