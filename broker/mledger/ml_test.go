@@ -647,6 +647,8 @@ func TestRecoverSpareAndHoles(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		missingID := int64(1 << 40)
+		missingLedger := func() int64 { missingID++; return missingID }
 		open := func(id int64, first uint64) LedgerInfo {
 			return LedgerInfo{ID: id, FirstSeq: first, Entries: -1, Msgs: -1, State: LedgerOpen}
 		}
@@ -667,6 +669,18 @@ func TestRecoverSpareAndHoles(t *testing.T) {
 					open(write(6, 7), 6),
 				}, Spare: write(8, 8)}
 			}, 3},
+			// Ledgers named in the list but never created (or deleted by
+			// an owner whose metadata write looked failed but was not):
+			// nothing in them was acknowledged; they are dropped.
+			{"missing-last", func() TopicMeta {
+				return TopicMeta{Ledgers: []LedgerInfo{open(write(1, 5), 1), open(missingLedger(), 6)}}
+			}, 5},
+			{"missing-spare", func() TopicMeta {
+				return TopicMeta{Ledgers: []LedgerInfo{open(write(1, 4), 1)}, Spare: missingLedger()}
+			}, 4},
+			{"missing-only", func() TopicMeta {
+				return TopicMeta{Ledgers: []LedgerInfo{open(missingLedger(), 1)}, Spare: missingLedger()}
+			}, 0},
 		} {
 			name := Name{Tenant: "acme", Namespace: "rec", Topic: fmt.Sprintf("%s-v1-%v", c.topic, v1)}
 			tm := c.tm()
@@ -693,6 +707,9 @@ func TestRecoverSpareAndHoles(t *testing.T) {
 				}
 			}
 			for _, l := range append(tm.Ledgers, LedgerInfo{ID: tm.Spare}) {
+				if l.ID == 0 {
+					continue
+				}
 				if _, err := e.lc.Get(ctx, l.ID); !kept[l.ID] && !errors.Is(err, ledger.ErrNoLedger) {
 					t.Fatalf("%s: ledger %d neither kept nor deleted: %v", name.Topic, l.ID, err)
 				}

@@ -2,6 +2,7 @@ package mledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/stratamesh/strata/bookie/ledger"
@@ -40,8 +41,13 @@ func Open(ctx context.Context, cfg Config, name Name) (*ML, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := recoverOpen(ctx, cfg.Ledgers, &tm); err != nil {
+	missing, err := recoverOpen(ctx, cfg.Ledgers, &tm)
+	if err != nil {
 		return nil, fmt.Errorf("mledger: open %s: %w", name, err)
+	}
+	if len(missing) > 0 {
+		cfg.Logger.Warn("the topic's metadata names open ledgers that do not exist; dropped as empty (nothing in them was acknowledged)",
+			"topic", name.String(), "ledgers", missing)
 	}
 	if tm.Incarnation == "" { // written with the list below
 		tm.Incarnation = newIncarnation()
@@ -86,8 +92,15 @@ func Open(ctx context.Context, cfg Config, name Name) (*ML, error) {
 	next := m.buildMeta()
 	m.mu.Unlock()
 	if err := m.write(ctx, next); err != nil {
+		// Only a failed condition says the list was not written. After
+		// any other error (a cancelled or timed-out Txn) it may have been,
+		// naming these ledgers: they are left for the next owner.
 		for _, l := range created {
-			m.discard(l)
+			if errors.Is(err, ErrNotOwner) {
+				m.discard(l)
+			} else {
+				abort(l)
+			}
 		}
 		return nil, fmt.Errorf("mledger: open %s: %w", name, err)
 	}
@@ -102,13 +115,16 @@ func Open(ctx context.Context, cfg Config, name Name) (*ML, error) {
 
 // recoverOpen closes (by recovery) every ledger tm lists as open and the
 // spare, and leaves tm's list as the new owner continues it: empty
-// ledgers go to the trash; a ledger that does not start right after the
+// ledgers go to the trash, and so do open ones and a spare whose ledger
+// metadata does not exist (returned as missing: a ledger's metadata is
+// written before its first add, so nothing in one that has none was
+// acknowledged; as Pulsar's managed ledger drops a missing last ledger); a ledger that does not start right after the
 // one before it (which recovered short: none of its entries, nor any
 // later one, was acknowledged) goes to the trash with every later one;
 // the spare is appended if its first message holds the sequence that
 // follows the list (the old owner had switched to it), and trashed
 // otherwise.
-func recoverOpen(ctx context.Context, lc *ledger.Client, tm *TopicMeta) error {
+func recoverOpen(ctx context.Context, lc *ledger.Client, tm *TopicMeta) (missing []int64, err error) {
 	var kept []LedgerInfo
 	var next uint64 // the sequence the next ledger must start at (0: any)
 	cut := false
@@ -122,11 +138,15 @@ func recoverOpen(ctx context.Context, lc *ledger.Client, tm *TopicMeta) error {
 		}
 		if li.State != LedgerClosed {
 			r, err := recoverLedger(ctx, lc, li.ID, true, tm.Local())
+			if errors.Is(err, ledger.ErrNoLedger) {
+				missing = append(missing, li.ID)
+				r, err = LedgerInfo{ID: li.ID, State: LedgerClosed}, nil
+			}
 			if err != nil {
-				return err
+				return missing, err
 			}
 			if r.Entries > 0 && r.FirstSeq != li.FirstSeq {
-				return fmt.Errorf("%w: ledger %d starts at seq %d, its list entry at %d", ErrCorrupt, li.ID, r.FirstSeq, li.FirstSeq)
+				return missing, fmt.Errorf("%w: ledger %d starts at seq %d, its list entry at %d", ErrCorrupt, li.ID, r.FirstSeq, li.FirstSeq)
 			}
 			r.FirstSeq = li.FirstSeq
 			li = r
@@ -142,8 +162,12 @@ func recoverOpen(ctx context.Context, lc *ledger.Client, tm *TopicMeta) error {
 		tm.Spare = 0
 		chainable := next != 0 && !cut
 		r, err := recoverLedger(ctx, lc, sp, chainable, tm.Local())
+		if errors.Is(err, ledger.ErrNoLedger) {
+			missing = append(missing, sp)
+			r, err = LedgerInfo{ID: sp, State: LedgerClosed}, nil
+		}
 		if err != nil {
-			return err
+			return missing, err
 		}
 		if chainable && r.Entries > 0 && r.FirstSeq == next {
 			kept = append(kept, r)
@@ -152,7 +176,7 @@ func recoverOpen(ctx context.Context, lc *ledger.Client, tm *TopicMeta) error {
 		}
 	}
 	tm.Ledgers = kept
-	return nil
+	return missing, nil
 }
 
 // recoverLedger recovers ledger id (OpenForTakeover) and returns it as a
