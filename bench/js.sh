@@ -33,7 +33,9 @@
 # STRATA (a strata binary to use instead of `make build`), STRATA_REPLICAS
 # (--replicas for Strata's streams, 1: its replication is the ledger's
 # E/Qw/Qa), CMD_TIMEOUT (seconds per nats command, 900), TMPDIR (where the
-# data directories go: pick the disk to measure).
+# data directories go: pick the disk to measure), SERVER_ENV (VAR=value
+# words set for the servers, nats-server and strata up, not for the nats
+# client: e.g. SERVER_ENV="GOMAXPROCS=1").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MSGS=${MSGS:-200000}
@@ -45,6 +47,7 @@ KEEP=${KEEP:-0}
 STRATA_REPLICAS=${STRATA_REPLICAS:-1}
 CMD_TIMEOUT=${CMD_TIMEOUT:-900}
 ATTEMPTS=${ATTEMPTS:-2}
+SERVER_ENV=${SERVER_ENV:-}
 
 for t in $TARGETS; do
   case $t in strata | r1 | r1always | r3 | r3always) ;; *)
@@ -151,7 +154,7 @@ start_nats() {
         echo "}"
       fi
     } >"$conf"
-    bin/nats-server -c "$conf" >"$work/logs/$name-n$((i + 1)).log" 2>&1 &
+    env $SERVER_ENV bin/nats-server -c "$conf" >"$work/logs/$name-n$((i + 1)).log" 2>&1 &
     pids+=($!)
   done
   # /healthz answers 200 once JetStream is up and, in a cluster, has a
@@ -167,7 +170,7 @@ start_nats() {
 }
 
 start_strata() {
-  "$STRATA" up -f bench/js-topology.yaml --data-dir "$work/strata" --fresh >"$work/logs/strata-up.log" 2>&1 &
+  env $SERVER_ENV "$STRATA" up -f bench/js-topology.yaml --data-dir "$work/strata" --fresh >"$work/logs/strata-up.log" 2>&1 &
   pids+=($!)
   local up=$!
   # mesh.json is written once every node is ready; the region's NATS URLs

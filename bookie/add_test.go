@@ -360,7 +360,7 @@ func TestAddBatchBounds(t *testing.T) {
 			t.Fatalf("entry %d does not fit", i)
 		}
 		small.EntryID = int64(i)
-		b.add(uint64(i), &small)
+		b.add(uint64(i), &small, false)
 	}
 	if b.fits(size) {
 		t.Fatalf("entry %d fits", sendBatchEntries)
@@ -380,7 +380,7 @@ func TestAddBatchBounds(t *testing.T) {
 	if !b.fits(len(big.Payload) + len(key)) {
 		t.Fatal("an entry larger than a batch does not fit an empty batch")
 	}
-	b.add(1, &big)
+	b.add(1, &big, false)
 	if &b.entries[0].GetPayload()[0] == &big.Payload[0] || !bytes.Equal(b.entries[0].GetPayload(), big.Payload) {
 		t.Fatal("payload not copied")
 	}
@@ -392,12 +392,20 @@ func TestAddBatchBounds(t *testing.T) {
 	}
 	b.reset()
 	mid := storage.AddRequest{LedgerID: 1, MasterKey: key, Payload: make([]byte, sendBatchBytes/2)}
-	b.add(1, &mid)
+	b.add(1, &mid, false)
 	if !b.fits(sendBatchBytes/2 - len(key)) {
 		t.Fatal("half a batch does not fit beside another half")
 	}
 	if b.fits(sendBatchBytes/2 + 1) {
 		t.Fatal("more than half a batch fits beside another half")
+	}
+
+	// Borrowing: payload and key are kept, not copied; the bytes count.
+	b.reset()
+	b.add(7, &small, true)
+	if e := b.entries[0]; &e.GetPayload()[0] != &small.Payload[0] || &e.GetMasterKey()[0] != &small.MasterKey[0] ||
+		b.bytes != size || len(b.data) != 0 {
+		t.Fatalf("borrowed entry %v, %d bytes, %d copied", e, b.bytes, len(b.data))
 	}
 }
 

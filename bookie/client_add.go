@@ -30,8 +30,8 @@ const ownCopyBytes = 64 << 10
 // when its response arrives (in completion order, not send order). Safe
 // for concurrent use.
 //
-// Send queues the add (copying its payload and key: the caller may reuse
-// them once Send returns); the stream's sender goroutine sends what is
+// Send queues the add (copying its payload and key, so that the caller may
+// reuse them once Send returns, unless AddStreamOptions.BorrowPayloads); the stream's sender goroutine sends what is
 // queued as one request as soon as it can — at once when it is idle — so
 // adds sent while it is busy travel together, up to 256 entries or 1 MiB
 // per request; nothing waits for more adds to come.
@@ -51,6 +51,7 @@ type AddStream struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the receiver has exited
 	sent   chan struct{} // closed when the sender has exited
+	borrow bool          // AddStreamOptions.BorrowPayloads
 
 	mu          sync.Mutex
 	work        sync.Cond // the sender waits on it for adds to send, Close, or a failure
@@ -84,8 +85,9 @@ func (b *addBatch) fits(size int) bool {
 	return len(b.entries) == 0 || len(b.entries) < sendBatchEntries && b.bytes+size <= sendBatchBytes
 }
 
-// add appends req as the entry tagged tag, copying its payload and key.
-func (b *addBatch) add(tag uint64, req *storage.AddRequest) {
+// add appends req as the entry tagged tag, copying its payload and key
+// unless borrow (then it keeps them: they must never change).
+func (b *addBatch) add(tag uint64, req *storage.AddRequest, borrow bool) {
 	n := len(b.entries)
 	if n < cap(b.entries) {
 		b.entries = b.entries[:n+1]
@@ -98,6 +100,11 @@ func (b *addBatch) add(tag uint64, req *storage.AddRequest) {
 		b.entries[n] = e
 	}
 	e.Tag, e.LedgerId, e.EntryId, e.Lac, e.Recovery = tag, req.LedgerID, req.EntryID, req.LAC, req.Recovery
+	b.bytes += len(req.Payload) + len(req.MasterKey)
+	if borrow {
+		e.MasterKey, e.Payload = req.MasterKey, req.Payload
+		return
+	}
 	if n > 0 && bytes.Equal(b.entries[n-1].MasterKey, req.MasterKey) {
 		e.MasterKey = b.entries[n-1].MasterKey
 	} else {
@@ -108,7 +115,6 @@ func (b *addBatch) add(tag uint64, req *storage.AddRequest) {
 	} else {
 		e.Payload = b.copy(req.Payload)
 	}
-	b.bytes += len(req.Payload) + len(req.MasterKey)
 }
 
 // copy copies p into the batch's buffer. When the buffer is full a new
@@ -136,9 +142,24 @@ func (b *addBatch) reset() {
 	b.bytes = 0
 }
 
+// AddStreamOptions configures an AddStream (NewAddStreamWith).
+type AddStreamOptions struct {
+	// BorrowPayloads makes Send keep references to the payloads and
+	// master keys it is given instead of copying them, until they are
+	// encoded: the caller promises never to modify them after Send (the
+	// ledger client's entry frames are immutable once sealed). Saves a
+	// copy of every entry per bookie.
+	BorrowPayloads bool
+}
+
 // NewAddStream opens an Add stream. ctx bounds the stream's whole life:
 // when it ends, the stream breaks and pending adds fail.
 func (c *Client) NewAddStream(ctx context.Context) (*AddStream, error) {
+	return c.NewAddStreamWith(ctx, AddStreamOptions{})
+}
+
+// NewAddStreamWith is NewAddStream with options.
+func (c *Client) NewAddStreamWith(ctx context.Context, o AddStreamOptions) (*AddStream, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	stream, err := c.rpc.Add(sctx)
 	if err != nil {
@@ -148,7 +169,7 @@ func (c *Client) NewAddStream(ctx context.Context) (*AddStream, error) {
 	s := &AddStream{
 		c: c, stream: stream, cancel: cancel,
 		done: make(chan struct{}), sent: make(chan struct{}),
-		pending: map[uint64]pendingAdd{}, queue: &addBatch{},
+		pending: map[uint64]pendingAdd{}, queue: &addBatch{}, borrow: o.BorrowPayloads,
 	}
 	s.work.L, s.room.L = &s.mu, &s.mu
 	c.mu.Lock()
@@ -175,18 +196,35 @@ func (c *Client) NewAddStream(ctx context.Context) (*AddStream, error) {
 // ErrWrongInstance, ...), or with an error wrapping ErrStreamClosed if the
 // stream broke first (the add may or may not have been stored). If Send
 // returns an error (wrapping ErrStreamClosed), done is never called. Send
-// copies req.Payload and req.MasterKey.
+// copies req.Payload and req.MasterKey (unless BorrowPayloads).
 func (s *AddStream) Send(req storage.AddRequest, done func(error)) error {
+	_, err := s.send1(req, done, true)
+	return err
+}
+
+// TrySend is Send without the wait: if the stream's queue has no room
+// for the add it returns false and done is not called. An add too large
+// for any message is failed through done and counts as sent. It never
+// waits for flow control.
+func (s *AddStream) TrySend(req storage.AddRequest, done func(error)) (bool, error) {
+	return s.send1(req, done, false)
+}
+
+func (s *AddStream) send1(req storage.AddRequest, done func(error), wait bool) (bool, error) {
 	size := len(req.Payload) + len(req.MasterKey)
 	if size > MaxMessageSize-envelopeRoom {
 		// It could never be sent: gRPC would refuse the message and end
 		// the stream for every add on it. Fail this add alone.
 		done(fmt.Errorf("%w: entry %d/%d is %d bytes, more than a bookie message carries (%d)",
 			ErrInvalid, req.LedgerID, req.EntryID, size, MaxMessageSize-envelopeRoom))
-		return nil
+		return true, nil
 	}
 	s.mu.Lock()
 	for s.err == nil && !s.queue.fits(size) {
+		if !wait {
+			s.mu.Unlock()
+			return false, nil
+		}
 		s.roomWaiters++
 		s.room.Wait()
 		s.roomWaiters--
@@ -194,18 +232,18 @@ func (s *AddStream) Send(req storage.AddRequest, done func(error)) error {
 	if s.err != nil {
 		err := s.err
 		s.mu.Unlock()
-		return err
+		return false, err
 	}
 	tag := s.nextTag
 	s.nextTag++
 	s.pending[tag] = pendingAdd{ledgerID: req.LedgerID, entryID: req.EntryID, done: done}
-	s.queue.add(tag, &req)
+	s.queue.add(tag, &req, s.borrow)
 	if s.idle {
 		s.idle = false
 		s.work.Signal()
 	}
 	s.mu.Unlock()
-	return nil
+	return true, nil
 }
 
 // Pending is the number of adds sent and not yet completed.

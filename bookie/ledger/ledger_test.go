@@ -45,7 +45,7 @@ func TestRoundTrip(t *testing.T) {
 	for i := int64(10); i < n; i++ {
 		length += int64(len(payload(i)))
 		wg.Add(1)
-		w.AppendAsync(payload(i), func(id int64, err error) {
+		done := func(id int64, err error) {
 			defer wg.Done()
 			mu.Lock()
 			defer mu.Unlock()
@@ -53,7 +53,12 @@ func TestRoundTrip(t *testing.T) {
 			if err != nil {
 				errs = append(errs, err)
 			}
-		})
+		}
+		if i%2 == 0 {
+			w.AppendAsync(payload(i), done)
+		} else { // built in place, header bytes junk: the writer fills them
+			w.AppendFrameAsync(append(bytes.Repeat([]byte{0xaa}, FrameHeaderSize), payload(i)...), done)
+		}
 	}
 	wg.Wait()
 	if len(errs) > 0 || !slices.Equal(got, seq(10, n-1)) {

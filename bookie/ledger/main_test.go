@@ -270,6 +270,18 @@ func (s *faultStream) Send(req storage.AddRequest, done func(error)) error {
 	return s.AddStream.Send(req, done)
 }
 
+// TrySend declines while a hook is set (it may block: the session's
+// goroutine sends then).
+func (s *faultStream) TrySend(req storage.AddRequest, done func(error)) (bool, error) {
+	s.c.f.mu.Lock()
+	hooked := s.c.f.hook != nil
+	s.c.f.mu.Unlock()
+	if hooked {
+		return false, nil
+	}
+	return s.AddStream.TrySend(req, done)
+}
+
 // waitState waits until ledger id's metadata is in state.
 func waitState(t *testing.T, c *Client, id int64, state core.State) {
 	t.Helper()

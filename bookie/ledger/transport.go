@@ -46,6 +46,9 @@ type Conn interface {
 // returns; Send may block on flow control).
 type AddStream interface {
 	Send(req storage.AddRequest, done func(error)) error
+	// TrySend is Send if it can be done without waiting (true, or
+	// Send's error); false, with done not called, if Send would wait.
+	TrySend(req storage.AddRequest, done func(error)) (bool, error)
 	Close(ctx context.Context) error
 }
 
@@ -101,7 +104,9 @@ func (g GRPCTransport) Dial(ctx context.Context, t Target) (Conn, error) {
 type grpcConn struct{ *bookie.Client }
 
 func (g grpcConn) NewAddStream(ctx context.Context) (AddStream, error) {
-	s, err := g.Client.NewAddStream(ctx)
+	// Entry frames never change once sealed (writerLoop.send), and
+	// recovery re-adds what it read: the stream need not copy them.
+	s, err := g.Client.NewAddStreamWith(ctx, bookie.AddStreamOptions{BorrowPayloads: true})
 	if err != nil {
 		return nil, err
 	}

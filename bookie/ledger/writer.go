@@ -185,6 +185,19 @@ func (w *Writer) AppendAsync(payload []byte, done func(entryID int64, err error)
 	_ = w.appendAsync(context.Background(), payload, done)
 }
 
+// AppendFrameAsync is AppendAsync for an entry the caller builds in place
+// and gives away, which saves AppendAsync's copy: frame is
+// FrameHeaderSize bytes (any content: the writer fills them) followed by
+// the payload. The writer owns frame from the call on and keeps it
+// unchanged once its header is written; the caller must not touch it
+// again.
+func (w *Writer) AppendFrameAsync(frame []byte, done func(entryID int64, err error)) {
+	if len(frame) < FrameHeaderSize {
+		panic(fmt.Sprintf("ledger: AppendFrameAsync: %d-byte frame, shorter than its %d-byte header", len(frame), FrameHeaderSize))
+	}
+	_ = w.appendFrame(context.Background(), frame[FrameHeaderSize:], frame, done)
+}
+
 // Append appends payload and waits until it is confirmed (see
 // AppendAsync), returning its entry id. If ctx ends first it returns
 // ctx's error; the entry may still be confirmed later.
@@ -208,6 +221,12 @@ func (w *Writer) Append(ctx context.Context, payload []byte) (int64, error) {
 // appendAsync is AppendAsync; it returns an error, without calling done,
 // only if ctx ends while waiting for room.
 func (w *Writer) appendAsync(ctx context.Context, payload []byte, done func(int64, error)) error {
+	return w.appendFrame(ctx, payload, nil, done)
+}
+
+// appendFrame appends payload, in frame (payload's frame, given away) or
+// copied into a new one if frame is nil.
+func (w *Writer) appendFrame(ctx context.Context, payload, frame []byte, done func(int64, error)) error {
 	if done == nil {
 		done = func(int64, error) {}
 	}
@@ -222,7 +241,10 @@ func (w *Writer) appendAsync(ctx context.Context, payload []byte, done func(int6
 		case !errors.Is(err, errFlowClosed):
 			return fmt.Errorf("ledger %d: append: %w", w.id, err)
 		}
-		ev.frame = newFrame(payload)
+		ev.frame = frame
+		if frame == nil {
+			ev.frame = newFrame(payload)
+		}
 	}
 	w.stateMu.Lock()
 	if !w.stopped {

@@ -70,8 +70,8 @@ func (t *topic) publish(m message) {
 			t.s.respond(reply, pubAckError(st.stream, pubError(err)))
 			return
 		}
-		// On the ML's answering goroutine: sent with the rest of its
-		// run of answers (flushPubAcks).
+		// On the goroutine answering the ML's publishes: sent with the
+		// rest of its run of answers (flushPubAcks).
 		t.pubAcks = append(t.pubAcks, broker.Reply{Subject: []byte(reply), Payload: pubAckOK(quoted, r.Seq, r.Duplicate)})
 	})
 }

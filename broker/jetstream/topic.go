@@ -46,8 +46,9 @@ type topic struct {
 	subsMu sync.Mutex
 
 	// pubAcks holds the PubAcks of a run of answered publishes; the
-	// managed ledger's answering goroutine, the only one touching it,
-	// sends them together after the run (flushPubAcks).
+	// goroutine answering the managed ledger's publishes (one at a time,
+	// the only one touching it) sends them together after the run
+	// (flushPubAcks).
 	pubAcks []broker.Reply
 
 	stopOnce sync.Once

@@ -146,7 +146,8 @@ type Config struct {
 	// Default 16 MiB.
 	MaxQueuedBytes int
 	// AfterAnswers, if set, is called by the goroutine that answers
-	// publishes (the one calling their done) after each run of answers,
+	// publishes (the one calling their done; one at a time) after each
+	// run of answers,
 	// before it waits for more: a caller whose done only buffers its reply
 	// sends the buffer then, so a batch of answers leaves together. It
 	// must not block. A done called inline by Publish (a refusal) is not

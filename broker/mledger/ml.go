@@ -86,11 +86,15 @@ type ML struct {
 	readRetry time.Time
 
 	completeCh chan struct{} // wakes the completer
-	kickCh     chan struct{} // wakes the loop
-	reqCh      chan request
-	done       chan struct{} // closed once stopped and released
-	loopDone   chan struct{}
-	complDone  chan struct{}
+	// answering is held by the goroutine answering publishes: the
+	// completer, or a writer callback that found the completer idle
+	// (onAdded). One at a time, so answers keep their order.
+	answering sync.Mutex
+	kickCh    chan struct{} // wakes the loop
+	reqCh     chan request
+	done      chan struct{} // closed once stopped and released
+	loopDone  chan struct{}
+	complDone chan struct{}
 
 	rmu      sync.Mutex
 	readers  map[int64]*ledger.Reader // of closed ledgers

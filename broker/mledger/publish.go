@@ -2,8 +2,9 @@ package mledger
 
 import (
 	"fmt"
-	"sync"
 	"time"
+
+	"github.com/stratamesh/strata/bookie/ledger"
 )
 
 // Publish stores a message published on subject, with its raw NATS
@@ -30,8 +31,10 @@ import (
 // while Config.MaxQueuedBytes of messages wait for the ledger
 // (back-pressure).
 //
-// done is called from one goroutine of the ML, in the order of the
-// Publish calls: for a stored message once its entry is confirmed at
+// done is called by one goroutine at a time (the ML's completer, or the
+// ledger writer's callback goroutine when the completer is idle), in the
+// order of the Publish calls; it must not block, nor call Publish (which
+// may wait for room that only confirmations, delayed by done, make): for a stored message once its entry is confirmed at
 // the ack quorum and its ledger is recorded in etcd; for a duplicate
 // after its original; for a refused one after the calls before it. If
 // the ML stops first, pending calls fail with its stop error (ErrNotOwner
@@ -184,10 +187,6 @@ func (m *ML) wakeRoomLocked() {
 	}
 }
 
-// sendBufs holds payload buffers for send, shared by every ML (the
-// ledger writer copies what it is given).
-var sendBufs = sync.Pool{New: func() any { return new([]byte) }}
-
 // sentEntry is one entry appended to a ledger writer.
 type sentEntry struct {
 	led   *openLedger
@@ -225,14 +224,16 @@ func (m *ML) send() {
 		m.index.add(led.id, e.id, first.seq, len(items))
 		m.wakeRoomLocked()
 		m.mu.Unlock()
-		bp := sendBufs.Get().(*[]byte)
-		buf := appendBatchHeader((*bp)[:0], first.seq, len(items))
+		// The entry is built in its ledger frame, which the writer keeps.
+		n := ledger.FrameHeaderSize + batchHeaderSize
 		for _, it := range items {
-			buf = append(buf, it.rec...)
+			n += len(it.rec)
 		}
-		led.w.AppendAsync(buf, func(id int64, err error) { m.onAdded(e, id, err) }) // copies buf
-		*bp = buf[:0]
-		sendBufs.Put(bp)
+		frame := appendBatchHeader(make([]byte, ledger.FrameHeaderSize, n), first.seq, len(items))
+		for _, it := range items {
+			frame = append(frame, it.rec...)
+		}
+		led.w.AppendFrameAsync(frame, func(id int64, err error) { m.onAdded(e, id, err) })
 		m.mu.Lock()
 	}
 	m.sending = false
@@ -255,8 +256,18 @@ func (m *ML) onAdded(e *sentEntry, id int64, err error) {
 	}
 	m.batch.done()
 	m.mu.Unlock()
-	m.wakeCompleter()
 	m.send()
+	// Answer here unless the completer is at it: a hand-off to another
+	// goroutine costs a wake-up, which on a busy machine is tens to
+	// hundreds of µs on every publish's path.
+	if !m.answering.TryLock() {
+		m.wakeCompleter()
+		return
+	}
+	if m.answer() {
+		m.wakeCompleter() // stopped: the completer exits too
+	}
+	m.answering.Unlock()
 }
 
 type answer struct {
@@ -271,20 +282,28 @@ type answer struct {
 func (m *ML) completer() {
 	defer close(m.complDone)
 	for range m.completeCh {
-		for {
-			answers, exit := m.collect()
-			for _, a := range answers {
-				a.done(a.res, a.err)
-			}
-			if len(answers) > 0 && m.cfg.AfterAnswers != nil {
-				m.cfg.AfterAnswers()
-			}
-			if exit {
-				return
-			}
-			if len(answers) == 0 {
-				break
-			}
+		m.answering.Lock()
+		exit := m.answer()
+		m.answering.Unlock()
+		if exit {
+			return
+		}
+	}
+}
+
+// answer answers what can be answered (answering held) and reports
+// whether the ML has stopped with nothing left to answer.
+func (m *ML) answer() (exit bool) {
+	for {
+		answers, exit := m.collect()
+		for _, a := range answers {
+			a.done(a.res, a.err)
+		}
+		if len(answers) > 0 && m.cfg.AfterAnswers != nil {
+			m.cfg.AfterAnswers()
+		}
+		if exit || len(answers) == 0 {
+			return exit
 		}
 	}
 }

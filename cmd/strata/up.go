@@ -21,7 +21,11 @@ func newUp() *cobra.Command {
 		Long: `up starts every node of the topology as its own process, writes their
 endpoints to <data-dir>/mesh.json, prints them, and supervises them until
 interrupted (SIGINT/SIGTERM), when it stops every node and keeps the data
-for the next run. Without -f it runs the embedded default mesh.`,
+for the next run. Without -f it runs the embedded default mesh.
+
+The nodes share the machine's cores: unless GOMAXPROCS is set in the
+environment, each node process runs with GOMAXPROCS = cores / nodes (at
+least 1), so that their Go schedulers do not spin on cores the others need.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			m, raw, err := loadTopology(file)

@@ -28,6 +28,7 @@ func fakeNodeMain() {
 		fmt.Fprintln(os.Stderr, "fake node: cannot start", name)
 		os.Exit(1)
 	}
+	args["env:GOMAXPROCS"] = os.Getenv("GOMAXPROCS")
 	b, _ := json.Marshal(args)
 	_ = os.WriteFile(filepath.Join(args["data-dir"], "args-"+args["region"]+"-"+args["id"]+".json"), b, 0o644)
 	ln, _ := net.Listen("tcp", "127.0.0.1:0") // a real port, so addresses are distinct

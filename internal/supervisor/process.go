@@ -69,12 +69,15 @@ func (s *spawner) close() {
 // startNode starts `strata node` with args, logs to logPath, and waits up to
 // timeout for its one-line JSON report on stdout. If the process exits or
 // times out first, the error includes the tail of its log.
-func startNode(sp *spawner, exe string, args []string, region, id, role, logPath string, timeout time.Duration) (*process, error) {
+func startNode(sp *spawner, exe string, args, env []string, region, id, role, logPath string, timeout time.Duration) (*process, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(exe, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stderr = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	stdout, err := cmd.StdoutPipe()

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -122,6 +124,16 @@ func TestRunStartsStopsAndReports(t *testing.T) {
 	if a := readArgs(t, dataDir, "east", "b1"); a["wan-join"] != "" {
 		t.Fatalf("east/b1 is the first broker and has no WAN seed, got %v", a)
 	}
+	// The 9 nodes share the machine's cores (nodeProcs), unless the
+	// environment sets GOMAXPROCS.
+	_, procs := nodeProcs(cfg.Mesh, runtime.NumCPU())
+	want := strconv.Itoa(procs)
+	if v := os.Getenv("GOMAXPROCS"); v != "" {
+		want = v
+	}
+	if a := readArgs(t, dataDir, "west", "k2"); a["env:GOMAXPROCS"] != want {
+		t.Fatalf("west/k2 runs with GOMAXPROCS=%q, want %s", a["env:GOMAXPROCS"], want)
+	}
 	if a := readArgs(t, dataDir, "west", "b1"); a["wan-join"] != "wan-east/b1" || a["gossip"] != "loopback" {
 		t.Fatalf("west/b1 args = %v", a)
 	}
@@ -233,6 +245,21 @@ func TestDataDirLockAndFresh(t *testing.T) {
 		}
 		if b, _ := os.ReadFile(filepath.Join(foreign, "topology.yaml")); string(b) != "mine" {
 			t.Fatal("the user's topology.yaml was overwritten")
+		}
+	}
+}
+
+// TestNodeProcs: the node processes of a mesh share the cores evenly,
+// each getting at least one.
+func TestNodeProcs(t *testing.T) {
+	m, _, err := topology.Parse("t.yaml", []byte(twoRegions))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ cpus, want int }{{1, 1}, {2, 1}, {8, 1}, {9, 1}, {18, 2}, {32, 3}} {
+		nodes, procs := nodeProcs(m, c.cpus)
+		if nodes != 9 || procs != c.want {
+			t.Errorf("%d cpus: %d nodes, GOMAXPROCS %d; want 9 nodes, %d", c.cpus, nodes, procs, c.want)
 		}
 	}
 }
