@@ -91,7 +91,10 @@ trap 'exit 130' INT TERM
 used_ports=" "
 free_port() {
   while :; do
-    port=$((20000 + RANDOM % 30000))
+    # Below the kernel's ephemeral range (ip_local_port_range, from
+    # 32768 by default), which outgoing connections draw from: a port
+    # picked there can be taken before nats-server binds it.
+    port=$((20000 + RANDOM % 12000))
     [[ "$used_ports" == *" $port "* ]] && continue
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue
     used_ports+="$port "
