@@ -23,7 +23,8 @@ import (
 //
 // When the goroutine is idle with its stream open, enqueue hands the add
 // to the stream itself if that does not wait (AddStream.TrySend): one
-// goroutine wake-up less on every add's path. The goroutine otherwise.
+// goroutine wake-up less on every add's path. Otherwise the goroutine
+// sends it.
 type addSession struct {
 	c        *Client
 	bookie   core.BookieID

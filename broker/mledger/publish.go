@@ -34,8 +34,9 @@ import (
 // done is called by one goroutine at a time (the ML's completer, or the
 // ledger writer's callback goroutine when the completer is idle), in the
 // order of the Publish calls; it must not block, nor call Publish (which
-// may wait for room that only confirmations, delayed by done, make): for a stored message once its entry is confirmed at
-// the ack quorum and its ledger is recorded in etcd; for a duplicate
+// may wait for room that only confirmations, delayed by done, make). It
+// is called for a stored message once its entry is confirmed at the ack
+// quorum and its ledger is recorded in etcd; for a duplicate
 // after its original; for a refused one after the calls before it. If
 // the ML stops first, pending calls fail with its stop error (ErrNotOwner
 // when ownership was lost: the message may or may not be stored; the
