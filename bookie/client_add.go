@@ -30,11 +30,12 @@ const ownCopyBytes = 64 << 10
 // when its response arrives (in completion order, not send order). Safe
 // for concurrent use.
 //
-// Send queues the add (copying its payload and key, so that the caller may
-// reuse them once Send returns, unless AddStreamOptions.BorrowPayloads); the stream's sender goroutine sends what is
-// queued as one request as soon as it can — at once when it is idle — so
-// adds sent while it is busy travel together, up to 256 entries or 1 MiB
-// per request; nothing waits for more adds to come.
+// Send queues the add (copying its payload and key, so that the caller
+// may reuse them once Send returns, unless
+// AddStreamOptions.BorrowPayloads); the stream's sender goroutine sends
+// what is queued as one request as soon as it can — at once when it is
+// idle — so adds sent while it is busy travel together, up to 256 entries
+// or 1 MiB per request; nothing waits for more adds to come.
 //
 // Flow control: the bookie keeps a bounded number of adds in flight per
 // stream (ServerConfig.MaxAddsInFlight); beyond it the sender waits, the

@@ -95,8 +95,9 @@ func Open(ctx context.Context, cfg Config, name Name) (*ML, error) {
 		// Only a failed condition says the list was not written. After
 		// any other error (a cancelled or timed-out Txn) it may have been,
 		// naming these ledgers: they are left for the next owner.
+		unwritten := errors.Is(err, ErrNotOwner)
 		for _, l := range created {
-			if errors.Is(err, ErrNotOwner) {
+			if unwritten {
 				m.discard(l)
 			} else {
 				abort(l)
@@ -118,9 +119,10 @@ func Open(ctx context.Context, cfg Config, name Name) (*ML, error) {
 // ledgers go to the trash, and so do open ones and a spare whose ledger
 // metadata does not exist (returned as missing: a ledger's metadata is
 // written before its first add, so nothing in one that has none was
-// acknowledged; as Pulsar's managed ledger drops a missing last ledger); a ledger that does not start right after the
-// one before it (which recovered short: none of its entries, nor any
-// later one, was acknowledged) goes to the trash with every later one;
+// acknowledged; Pulsar's managed ledger drops a missing last ledger
+// likewise); a ledger that does not start right after the one before it
+// (which recovered short: none of its entries, nor any later one, was
+// acknowledged) goes to the trash with every later one;
 // the spare is appended if its first message holds the sequence that
 // follows the list (the old owner had switched to it), and trashed
 // otherwise.
@@ -137,11 +139,7 @@ func recoverOpen(ctx context.Context, lc *ledger.Client, tm *TopicMeta) (missing
 			continue
 		}
 		if li.State != LedgerClosed {
-			r, err := recoverLedger(ctx, lc, li.ID, true, tm.Local())
-			if errors.Is(err, ledger.ErrNoLedger) {
-				missing = append(missing, li.ID)
-				r, err = LedgerInfo{ID: li.ID, State: LedgerClosed}, nil
-			}
+			r, err := recoverOrEmpty(ctx, lc, li.ID, true, tm.Local(), &missing)
 			if err != nil {
 				return missing, err
 			}
@@ -161,11 +159,7 @@ func recoverOpen(ctx context.Context, lc *ledger.Client, tm *TopicMeta) (missing
 	if sp := tm.Spare; sp != 0 {
 		tm.Spare = 0
 		chainable := next != 0 && !cut
-		r, err := recoverLedger(ctx, lc, sp, chainable, tm.Local())
-		if errors.Is(err, ledger.ErrNoLedger) {
-			missing = append(missing, sp)
-			r, err = LedgerInfo{ID: sp, State: LedgerClosed}, nil
-		}
+		r, err := recoverOrEmpty(ctx, lc, sp, chainable, tm.Local(), &missing)
 		if err != nil {
 			return missing, err
 		}
@@ -177,6 +171,17 @@ func recoverOpen(ctx context.Context, lc *ledger.Client, tm *TopicMeta) (missing
 	}
 	tm.Ledgers = kept
 	return missing, nil
+}
+
+// recoverOrEmpty is recoverLedger, except that a ledger whose metadata
+// does not exist is returned as an empty closed one and added to missing.
+func recoverOrEmpty(ctx context.Context, lc *ledger.Client, id int64, read bool, local Local, missing *[]int64) (LedgerInfo, error) {
+	r, err := recoverLedger(ctx, lc, id, read, local)
+	if errors.Is(err, ledger.ErrNoLedger) {
+		*missing = append(*missing, id)
+		return LedgerInfo{ID: id, State: LedgerClosed}, nil
+	}
+	return r, err
 }
 
 // recoverLedger recovers ledger id (OpenForTakeover) and returns it as a
