@@ -15,10 +15,17 @@ import (
 // Bounds of one AddRequest as the AddStream coalesces entries: at most
 // sendBatchEntries entries and sendBatchBytes of payload and keys (a
 // larger entry goes alone). Both are well within what the server accepts
-// (MaxAddBatch, MaxAddBatchBytes).
+// (MaxAddBatch, MaxAddBatchBytes). The byte bound is small on purpose:
+// the bookie starts on a request only once all of it has arrived (gRPC
+// carries it in 16 KiB HTTP/2 frames), so a window of adds sent as one
+// large request reaches the journal as one convoy that leaves the
+// journal idle while the next one travels. Requests of 64 KiB pipeline:
+// the journal writes the first while the rest are on the wire
+// (docs/perf.md, issue 3: 1 MiB requests kept the journal idle half the
+// time at 256 adds in flight).
 const (
 	sendBatchEntries = 256
-	sendBatchBytes   = 1 << 20
+	sendBatchBytes   = 64 << 10
 )
 
 // ownCopyBytes: an entry at least this large (payload) gets its own copy
@@ -35,7 +42,7 @@ const ownCopyBytes = 64 << 10
 // AddStreamOptions.BorrowPayloads); the stream's sender goroutine sends
 // what is queued as one request as soon as it can — at once when it is
 // idle — so adds sent while it is busy travel together, up to 256 entries
-// or 1 MiB per request; nothing waits for more adds to come.
+// or 64 KiB per request; nothing waits for more adds to come.
 //
 // Flow control: the bookie keeps a bounded number of adds in flight per
 // stream (ServerConfig.MaxAddsInFlight); beyond it the sender waits, the

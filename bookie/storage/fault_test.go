@@ -26,6 +26,7 @@ func TestFailingFsyncFailsTheBatch(t *testing.T) {
 	cfg.JournalGroupWindow = 50 * time.Millisecond // one batch for the burst
 	e := open(t, cfg)
 	mustAdd(t, e, addReq(1, 0))
+	settleReserve(t, e)
 	boom := errors.New("fsync: EIO")
 	efs.SetInjector(vfs.NewFailNth(1, vfs.And(vfs.OnKind(vfs.OpSync), inJournal), boom))
 	var mu sync.Mutex

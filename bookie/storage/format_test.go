@@ -92,7 +92,10 @@ func TestScanJournalTornTail(t *testing.T) {
 	file, starts := testJournal(3, b1, b2)
 	for cut := starts[1] + 1; cut < int64(len(file)); cut += 7 {
 		ids, res, err := scanAll(t, file[:cut], true)
-		if err != nil || !res.torn || res.end != starts[1] || len(ids) != 2 {
+		// A cut leaving only zero bytes of the batch reads as the end of
+		// the data (zeroTail); anything else of it is a torn tail.
+		zero := !bytes.ContainsFunc(file[starts[1]:cut], func(r rune) bool { return r != 0 })
+		if err != nil || res.torn == zero || res.zeroTail != zero || res.end != starts[1] || len(ids) != 2 {
 			t.Fatalf("cut at %d: ids %v res %+v err %v", cut, ids, res, err)
 		}
 	}
@@ -108,6 +111,36 @@ func TestScanJournalTornTail(t *testing.T) {
 	_, res, err = scanAll(t, file[:fileHeaderSize-2], true)
 	if err != nil || !res.torn || res.end != 0 {
 		t.Fatalf("torn header: %+v %v", res, err)
+	}
+}
+
+// TestScanJournalReserve: the zero-filled reserve after a file's last
+// batch (left by a crash, or by a rotation whose truncation was lost) is
+// the end of the data in any file; a torn batch over it is a torn tail in
+// the newest file and corruption in an older one, as without a reserve.
+func TestScanJournalReserve(t *testing.T) {
+	b1, b2 := testBatch(1, 9, 0, 1), testBatch(2, 9, 2, 3, 4)
+	file, starts := testJournal(3, b1, b2)
+	reserved := append(bytes.Clone(file), make([]byte, 40<<10)...)
+	for _, isLast := range []bool{true, false} {
+		ids, res, err := scanAll(t, reserved, isLast)
+		if err != nil || res.torn || !res.zeroTail || res.end != int64(len(file)) || len(ids) != 5 {
+			t.Fatalf("zero tail (newest %v): ids %v res %+v err %v", isLast, ids, res, err)
+		}
+	}
+	// The second batch written in part over the reserve.
+	torn := bytes.Clone(reserved)
+	clear(torn[starts[1]+int64(len(b2))/2 : len(file)])
+	ids, res, err := scanAll(t, torn, true)
+	if err != nil || !res.torn || res.zeroTail || res.end != starts[1] || len(ids) != 2 {
+		t.Fatalf("torn batch over the reserve: ids %v res %+v err %v", ids, res, err)
+	}
+	if _, _, err := scanAll(t, torn, false); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("torn batch over the reserve of an older file: %v", err)
+	}
+	// Zeros are the end only when nothing but zeros follows.
+	if _, _, err := scanAll(t, append(bytes.Clone(reserved), b2...), true); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("zeros then a valid batch: %v", err)
 	}
 }
 

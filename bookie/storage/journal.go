@@ -61,7 +61,7 @@ type journalConfig struct {
 	policy      groupPolicy
 	maxPending  int   // bytes pending before submitters wait
 	maxFileSize int64 // rotate past this
-	prealloc    int64 // preallocation chunk (0: none)
+	prealloc    int64 // zero-filled reserve chunk (0: none; see reserve)
 	noSync      bool
 }
 
@@ -103,13 +103,13 @@ type journal struct {
 	pendLen       atomic.Int64  // len(pend), for waitSpace's fast path
 
 	// Owned by the writer goroutine (and by close after it exits).
-	f          vfs.File
-	fileID     uint64
-	off        int64
-	preallocTo int64
-	seq        uint64
-	broken     error // set when a failed batch could not be rolled back
-	spare      []byte
+	f      vfs.File
+	fileID uint64
+	off    int64
+	res    *reserve // nil: batches are appended
+	seq    uint64
+	broken error // set when a failed batch could not be rolled back
+	spare  []byte
 }
 
 // ackBatch is a written (or failed) batch on its way to onDurable.
@@ -156,6 +156,9 @@ func startJournal(cfg journalConfig, fileID, seq uint64, onDurable func([]*op, P
 		return nil, err
 	}
 	j.f, j.fileID, j.off = f, fileID, fileHeaderSize
+	if cfg.prealloc > 0 && !cfg.noSync {
+		j.res = startReserve(f, fileHeaderSize, cfg.prealloc, cfg.maxFileSize, cfg.log)
+	}
 	ackerDone := make(chan struct{})
 	go j.runAcker(ackerDone)
 	go func() {
@@ -367,7 +370,9 @@ func (j *journal) write(buf []byte, recs int, ops []*op) (Pos, error) {
 			return Pos{}, err
 		}
 	}
-	j.preallocate(int64(len(buf)))
+	if j.res != nil {
+		j.res.claim(j.off + int64(len(buf)))
+	}
 	start := time.Now()
 	_, err := j.f.WriteAt(buf, j.off)
 	if err == nil && !j.cfg.noSync {
@@ -392,31 +397,21 @@ func (j *journal) write(buf []byte, recs int, ops []*op) (Pos, error) {
 	return Pos{File: j.fileID, Off: j.off}, nil
 }
 
-// preallocate extends the reserved space when the next write would pass
-// it. Failure is only logged: preallocation is an optimisation.
-func (j *journal) preallocate(n int64) {
-	if j.cfg.prealloc <= 0 || j.off+n <= j.preallocTo {
-		return
-	}
-	p, ok := j.f.(vfs.Preallocator)
-	if !ok {
-		return
-	}
-	to := max(j.off+n, j.preallocTo) + j.cfg.prealloc
-	if err := p.Preallocate(j.off, to-j.off); err != nil {
-		j.cfg.log.Warn("journal preallocation failed", "file", j.fileID, "err", err)
-		j.cfg.prealloc = 0
-		return
-	}
-	j.preallocTo = to
-}
-
+// rollback truncates the file back to the end of the last good batch.
 func (j *journal) rollback(cause error) {
-	err := j.f.Truncate(j.off)
-	if err == nil && !j.cfg.noSync {
-		err = j.f.Sync()
+	truncate := func() error {
+		err := j.f.Truncate(j.off)
+		if err == nil && !j.cfg.noSync {
+			err = j.f.Sync()
+		}
+		return err
 	}
-	j.preallocTo = 0
+	var err error
+	if j.res != nil {
+		j.res.exclusive(func() (vfs.File, int64) { err = truncate(); return j.f, j.off })
+	} else {
+		err = truncate()
+	}
 	if err != nil {
 		j.broken = fmt.Errorf("bookie: journal unusable after a failed write: %w", errors.Join(cause, err))
 		j.cfg.log.Error("journal broken", "file", j.fileID, "err", j.broken)
@@ -430,8 +425,11 @@ func (j *journal) rotate() error {
 		return err
 	}
 	old, oldOff := j.f, j.off
-	j.f, j.fileID, j.off, j.preallocTo = f, j.fileID+1, fileHeaderSize, 0
-	old.Truncate(oldOff) // drop preallocated space; the data is synced
+	j.f, j.fileID, j.off = f, j.fileID+1, fileHeaderSize
+	if j.res != nil {
+		j.res.exclusive(func() (vfs.File, int64) { return f, fileHeaderSize })
+	}
+	old.Truncate(oldOff) // drop the unused reserve; the data is synced
 	old.Close()
 	j.stats.rotations.Add(1)
 	j.cfg.log.Debug("journal rotated", "file", j.fileID)
@@ -451,8 +449,9 @@ func (j *journal) close() error {
 	}
 	j.mu.Unlock()
 	<-j.done
-	if j.preallocTo > j.off {
-		j.f.Truncate(j.off)
+	if j.res != nil {
+		j.res.stop()
+		j.f.Truncate(j.off) // drop the unused reserve
 	}
 	return j.f.Close()
 }

@@ -16,9 +16,13 @@ type scanResult struct {
 	// torn reports that bytes from end on were discarded as a torn tail
 	// (only in the newest file). The caller truncates the file to end, or
 	// removes it when end is 0 (even its header was torn).
-	torn    bool
-	batches int
-	records int
+	torn bool
+	// zeroTail reports that bytes from end on are all zero: the
+	// zero-filled reserve (see reserve), never data, in any file. The
+	// caller truncates it away.
+	zeroTail bool
+	batches  int
+	records  int
 }
 
 // scanJournal reads one journal file from start (0: from its file header)
@@ -26,7 +30,10 @@ type scanResult struct {
 // the offset just past it. A batch is applied only once all of it has been
 // read and checked.
 //
-// Damage (a short or failing record) is classified so that nothing
+// A file may end in zeros (the reserve, see reserve): from the first
+// batch position holding only zeros to the end of the file, that is the
+// end of its data in any file (res.zeroTail). Other damage (a short or
+// failing record) is classified so that nothing
 // acknowledged is lost and nothing unacknowledged is made up:
 //   - in any file but the newest (isLast false) it is corruption: those
 //     files were complete and synced before the journal moved on;
@@ -42,6 +49,12 @@ func scanJournal(r io.ReaderAt, size int64, fileID uint64, start int64, isLast b
 	res := scanResult{end: start}
 	off := start
 	damaged := func(at int64, why error) (scanResult, error) {
+		if zero, err := allZero(r, at, size); err != nil {
+			return res, err
+		} else if zero {
+			res.end, res.zeroTail = at, true
+			return res, nil
+		}
 		if !isLast {
 			return res, fmt.Errorf("%w: journal file %016x offset %d: %v", ErrCorrupt, fileID, at, why)
 		}
@@ -109,6 +122,24 @@ func scanJournal(r io.ReaderAt, size int64, fileID uint64, start int64, isLast b
 		res.records += len(recs)
 	}
 	return res, nil
+}
+
+// allZero reports whether [from, size) of r holds only zero bytes.
+func allZero(r io.ReaderAt, from, size int64) (bool, error) {
+	buf := make([]byte, min(size-from, 1<<20))
+	for off := from; off < size; {
+		b := buf[:min(int64(len(buf)), size-off)]
+		if _, err := readFull(r, b, off); err != nil {
+			return false, err
+		}
+		for _, c := range b {
+			if c != 0 {
+				return false, nil
+			}
+		}
+		off += int64(len(b))
+	}
+	return true, nil
 }
 
 // readFull reads len(b) bytes at off; EOF before that is an error.

@@ -35,6 +35,7 @@ func testConfig(fsys vfs.FS) Config {
 	cfg.WriteCacheBytes = 64 << 20
 	cfg.IndexCacheBytes = 1 << 20
 	cfg.IndexMemTableBytes = 1 << 20
+	cfg.JournalPreallocate = 16 << 10 // the reserve in small chunks: many fills
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	return cfg
 }
@@ -210,4 +211,28 @@ func (t *manualTimer) Reset(d time.Duration) {
 	default:
 	}
 	t.when, t.active = t.c.now.Add(d), true
+}
+
+// settleReserve waits until e's journal zero-filler is idle with its
+// reserve filled (or failed), so that a test's next few small adds cause
+// no fill and fault injection sees only the writer's own I/O.
+func settleReserve(t testing.TB, e *Engine) {
+	t.Helper()
+	r := e.j.res
+	if r == nil {
+		return
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r.mu.Lock()
+		idle := !r.busy && (r.failed || !r.low())
+		r.mu.Unlock()
+		if idle {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("journal reserve never settled")
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -8,8 +8,9 @@ import (
 
 // replay reads the journal from checkpoint cp to its end and applies every
 // complete batch (write cache, ledger table), then deletes from the index
-// the ledgers whose delete records it met. A torn tail in the newest file
-// is truncated away (or the file removed, if even its header was torn).
+// the ledgers whose delete records it met. A torn tail in the newest file,
+// and a zero-filled tail in any, is truncated away (or the file removed,
+// if even its header was torn).
 // It returns the newest journal file id seen (the next file is one more)
 // and the last batch sequence number.
 func (e *Engine) replay(cp Pos) (last, seq uint64, err error) {
@@ -97,10 +98,14 @@ func (e *Engine) replayFile(id uint64, start int64, isLast bool, a *applier, seq
 		}
 	}
 	f.Close()
-	if err != nil || !res.torn {
+	if err != nil || !res.torn && !res.zeroTail {
 		return res, err
 	}
-	e.log.Warn("journal: discarding torn tail", "file", id, "offset", res.end, "bytes", st.Size()-res.end)
+	if res.torn {
+		e.log.Warn("journal: discarding torn tail", "file", id, "offset", res.end, "bytes", st.Size()-res.end)
+	} else {
+		e.log.Debug("journal: dropping the zero-filled reserve", "file", id, "offset", res.end, "bytes", st.Size()-res.end)
+	}
 	if res.end < fileHeaderSize {
 		if err := e.cfg.FS.Remove(name); err != nil {
 			return res, fmt.Errorf("bookie: remove torn journal file: %w", err)
@@ -109,7 +114,7 @@ func (e *Engine) replayFile(id uint64, start int64, isLast bool, a *applier, seq
 	}
 	w, err := e.cfg.FS.OpenReadWrite(name)
 	if err != nil {
-		return res, fmt.Errorf("bookie: truncate torn journal: %w", err)
+		return res, fmt.Errorf("bookie: truncate journal file %016x: %w", id, err)
 	}
 	err = w.Truncate(res.end)
 	if err == nil {
@@ -119,7 +124,7 @@ func (e *Engine) replayFile(id uint64, start int64, isLast bool, a *applier, seq
 		err = cerr
 	}
 	if err != nil {
-		return res, fmt.Errorf("bookie: truncate torn journal: %w", err)
+		return res, fmt.Errorf("bookie: truncate journal file %016x: %w", id, err)
 	}
 	return res, nil
 }

@@ -27,12 +27,11 @@ const (
 	OpWrite // File.Write and File.WriteAt
 	OpSync  // File.Sync and SyncData
 	OpTruncate
-	OpPreallocate
 	OpClose
 )
 
 var opNames = [...]string{"?", "create", "open", "remove", "rename", "mkdirall", "list", "stat",
-	"syncdir", "diskspace", "read", "write", "sync", "truncate", "preallocate", "close"}
+	"syncdir", "diskspace", "read", "write", "sync", "truncate", "close"}
 
 func (k OpKind) String() string {
 	if int(k) < len(opNames) {
@@ -307,17 +306,6 @@ func (f *errorFile) SyncData() error {
 		return err
 	}
 	return SyncData(f.f)
-}
-
-// Preallocate implements Preallocator when the wrapped file does.
-func (f *errorFile) Preallocate(off, length int64) error {
-	if err := f.fs.maybe(Op{Kind: OpPreallocate, Path: f.name, Off: off, Len: int(length)}); err != nil {
-		return err
-	}
-	if p, ok := f.f.(Preallocator); ok {
-		return p.Preallocate(off, length)
-	}
-	return nil
 }
 
 // StartWriteback implements WritebackStarter when the wrapped file does

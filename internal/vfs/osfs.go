@@ -69,8 +69,8 @@ func (osFS) SyncDir(dir string) error {
 
 func (osFS) DiskSpace(dir string) (DiskSpace, error) { return osDiskSpace(dir) }
 
-// osFile is an *os.File; it adds Preallocate and SyncData where the
-// platform has them (see osfile_linux.go).
+// osFile is an *os.File; it adds SyncData and StartWriteback where the
+// platform has them (see osfs_linux.go).
 type osFile struct{ *os.File }
 
 func (f osFile) Stat() (fs.FileInfo, error) { return f.File.Stat() }

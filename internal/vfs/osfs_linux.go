@@ -16,13 +16,6 @@ func osDiskSpace(dir string) (DiskSpace, error) {
 	return DiskSpace{Total: int64(st.Blocks) * bs, Free: int64(st.Bavail) * bs}, nil
 }
 
-// Preallocate reserves [off, off+length) with fallocate(FALLOC_FL_KEEP_SIZE),
-// so the file's size does not change and readers see no zeros.
-func (f osFile) Preallocate(off, length int64) error {
-	const fallocKeepSize = 0x1
-	return f.control("fallocate", func(fd int) error { return syscall.Fallocate(fd, fallocKeepSize, off, length) })
-}
-
 // SyncData calls fdatasync(2).
 func (f osFile) SyncData() error {
 	return f.control("fdatasync", syscall.Fdatasync)

@@ -75,18 +75,9 @@ func (d DiskSpace) UsedFraction() float64 {
 	return float64(d.Total-d.Free) / float64(d.Total)
 }
 
-// Preallocator is implemented by files that can reserve disk space ahead
-// of writes (fallocate on Linux). It is optional: callers type-assert and
-// treat its absence as a no-op.
-type Preallocator interface {
-	// Preallocate reserves space for [off, off+length) without changing
-	// the file's size.
-	Preallocate(off, length int64) error
-}
-
 // DataSyncer is implemented by files that can sync their data without
-// metadata not needed to read it back (fdatasync). Optional, like
-// Preallocator; Sync is always a valid substitute.
+// metadata not needed to read it back (fdatasync). Optional: callers
+// type-assert (see SyncData); Sync is always a valid substitute.
 type DataSyncer interface {
 	SyncData() error
 }
@@ -94,7 +85,7 @@ type DataSyncer interface {
 // WritebackStarter is implemented by files that can start writing a range
 // back to disk without waiting (sync_file_range on Linux), so that a later
 // Sync has little left to do and writes are spread out rather than burst.
-// It guarantees nothing about durability. Optional, like Preallocator.
+// It guarantees nothing about durability. Optional, like DataSyncer.
 type WritebackStarter interface {
 	StartWriteback(off, length int64) error
 }
