@@ -35,8 +35,9 @@ type Config struct {
 	// JournalGroupBytes. Default 16 MiB.
 	JournalMaxPendingBytes int
 	// JournalMaxFileSize is the size, in bytes, past which the journal
-	// rotates to a new file. Old files are deleted once a checkpoint
-	// passes them. Default 256 MiB.
+	// rotates to a new file. A file a checkpoint has passed is kept as a
+	// spare for a later file to reuse (up to 4 spares) or deleted.
+	// Default 64 MiB.
 	JournalMaxFileSize int64
 	// JournalPreallocate is the chunk, in bytes, in which a background
 	// goroutine zero-fills the journal file ahead of the writer (one to
@@ -107,7 +108,7 @@ func DefaultConfig() Config {
 		JournalGroupWindow:     time.Millisecond,
 		JournalGroupBytes:      512 << 10,
 		JournalMaxPendingBytes: 16 << 20,
-		JournalMaxFileSize:     256 << 20,
+		JournalMaxFileSize:     64 << 20,
 		JournalPreallocate:     4 << 20,
 		WriteCacheBytes:        64 << 20,
 		FlushInterval:          time.Second,

@@ -12,8 +12,12 @@
 //     says so and writes it with one write and one fsync (group commit);
 //     an acker goroutine then applies the batch and acks its adds, in
 //     batch order, while the writer already writes the next. Fences and
-//     deletes are journaled the same way. Files rotate at
-//     JournalMaxFileSize and are deleted once a checkpoint passes them.
+//     deletes are journaled the same way. Batches overwrite space that
+//     is already allocated, so their fsync needs no file-system metadata
+//     commit: a filler goroutine zero-fills the file ahead of the writer
+//     (journal_reserve.go), and files rotate at JournalMaxFileSize and,
+//     once a checkpoint passes them, become spares that later files are
+//     made from (journal_recycle.go).
 //   - the write cache (cache.go): acked entries, readable at once, until a
 //     flush moves them to an entry log.
 //   - logs/ — entry logs (entrylog.go): each flush writes the cache sorted
@@ -53,7 +57,7 @@
 // # Concurrency
 //
 // All methods are safe for concurrent use. Goroutines: the journal's
-// writer and acker (owned by the journal), the flusher and, if
+// writer, acker and zero-filler (owned by the journal), the flusher and, if
 // CompactInterval > 0, the compactor (owned by the Engine). Close stops
 // them all and waits; it is idempotent. Add's done callback runs on the
 // journal's acker (or on the caller's goroutine for a refusal): it must

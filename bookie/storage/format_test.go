@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"testing"
 	"time"
@@ -34,15 +35,18 @@ func TestEntryEncodingRoundTripAndCorruption(t *testing.T) {
 	}
 }
 
-// testBatch builds one journal batch of add records (ledger l, entries
-// ids) and returns its bytes.
-func testBatch(seq uint64, l int64, ids ...int64) []byte {
+// testBatch builds one batch of journal file 3 of add records (ledger l,
+// entries ids) with sequence number seq.
+func testBatch(seq uint64, l int64, ids ...int64) []byte { return fileBatch(3, seq, l, ids...) }
+
+// fileBatch is testBatch for journal file fileID.
+func fileBatch(fileID, seq uint64, l int64, ids ...int64) []byte {
 	b := make([]byte, batchHeaderSize)
 	for _, id := range ids {
 		rec := encodeEntry(l, id, id-1, payload(l, id))
 		b = appendRecord(b, recAdd, recordCRC(recAdd, rec), rec)
 	}
-	putBatchHeader(b, seq, len(ids), len(b)-batchHeaderSize)
+	putBatchHeader(b, seq, len(ids), len(b)-batchHeaderSize, fileID)
 	return b
 }
 
@@ -114,24 +118,25 @@ func TestScanJournalTornTail(t *testing.T) {
 	}
 }
 
-// TestScanJournalReserve: the zero-filled reserve after a file's last
-// batch (left by a crash, or by a rotation whose truncation was lost) is
-// the end of the data in any file; a torn batch over it is a torn tail in
-// the newest file and corruption in an older one, as without a reserve.
+// TestScanJournalReserve: the zero-filled reserve after the newest file's
+// last batch (left by a crash) is the end of its data; a torn batch over
+// it is a torn tail. An older file ends at its last batch (rotation cuts
+// it there durably), so anything after that, zeros too, is corruption.
 func TestScanJournalReserve(t *testing.T) {
 	b1, b2 := testBatch(1, 9, 0, 1), testBatch(2, 9, 2, 3, 4)
 	file, starts := testJournal(3, b1, b2)
 	reserved := append(bytes.Clone(file), make([]byte, 40<<10)...)
-	for _, isLast := range []bool{true, false} {
-		ids, res, err := scanAll(t, reserved, isLast)
-		if err != nil || res.torn || !res.zeroTail || res.end != int64(len(file)) || len(ids) != 5 {
-			t.Fatalf("zero tail (newest %v): ids %v res %+v err %v", isLast, ids, res, err)
-		}
+	ids, res, err := scanAll(t, reserved, true)
+	if err != nil || res.torn || !res.zeroTail || res.end != int64(len(file)) || len(ids) != 5 {
+		t.Fatalf("zero tail: ids %v res %+v err %v", ids, res, err)
+	}
+	if _, _, err := scanAll(t, reserved, false); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("zero tail of an older file: %v", err)
 	}
 	// The second batch written in part over the reserve.
 	torn := bytes.Clone(reserved)
 	clear(torn[starts[1]+int64(len(b2))/2 : len(file)])
-	ids, res, err := scanAll(t, torn, true)
+	ids, res, err = scanAll(t, torn, true)
 	if err != nil || !res.torn || res.zeroTail || res.end != starts[1] || len(ids) != 2 {
 		t.Fatalf("torn batch over the reserve: ids %v res %+v err %v", ids, res, err)
 	}
@@ -141,6 +146,61 @@ func TestScanJournalReserve(t *testing.T) {
 	// Zeros are the end only when nothing but zeros follows.
 	if _, _, err := scanAll(t, append(bytes.Clone(reserved), b2...), true); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("zeros then a valid batch: %v", err)
+	}
+}
+
+// TestScanJournalRecycled: a recycled file holds its previous life's
+// batches (another file id) after the new ones. They end the newest
+// file's data, whole or cut anywhere, and are never applied; a torn new
+// batch over them is a torn tail; damage followed by a batch of this
+// file is still corruption. Version 1 files (no file id in batch headers)
+// still scan.
+func TestScanJournalRecycled(t *testing.T) {
+	old, _ := testJournal(1, fileBatch(1, 1, 7, 0, 1, 2), fileBatch(1, 2, 7, 3, 4), fileBatch(1, 3, 7, 5, 6, 7))
+	b1, b2 := testBatch(9, 9, 0, 1), testBatch(10, 9, 2)
+	fresh, starts := testJournal(3, b1, b2)
+	for cut := int64(len(fresh)); cut <= int64(len(old)); cut += 13 {
+		// The new file over the old one's bytes, from cut on.
+		file := append(bytes.Clone(fresh), old[cut:]...)
+		ids, res, err := scanAll(t, file, true)
+		if err != nil || res.zeroTail || res.end != int64(len(fresh)) || len(ids) != 3 || res.torn != (cut < int64(len(old))) {
+			t.Fatalf("stale bytes from %d: ids %v res %+v err %v", cut, ids, res, err)
+		}
+	}
+	// The stale batches begin right after the new file's header.
+	file := append(encodeFileHeader(3), old[fileHeaderSize:]...)
+	if ids, res, err := scanAll(t, file, true); err != nil || res.end != fileHeaderSize || len(ids) != 0 {
+		t.Fatalf("recycled, no new batch: ids %v res %+v err %v", ids, res, err)
+	}
+	// A new batch torn over stale bytes.
+	file = append(bytes.Clone(fresh[:starts[1]+int64(len(b2))/2]), old[starts[1]+int64(len(b2))/2:]...)
+	if ids, res, err := scanAll(t, file, true); err != nil || !res.torn || res.end != starts[1] || len(ids) != 2 {
+		t.Fatalf("torn over stale bytes: ids %v res %+v err %v", ids, res, err)
+	}
+	// Damage, then a batch of this file: corruption.
+	bad := append(bytes.Clone(fresh), old[len(fresh):]...)
+	bad = append(bad, testBatch(11, 9, 3)...)
+	bad[starts[1]+3] ^= 0x10
+	if _, _, err := scanAll(t, bad, true); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("damage then a batch of this file: %v", err)
+	}
+	// Version 1: 20-byte batch-header bodies without a file id.
+	v1 := encodeFileHeader(3)
+	binary.BigEndian.PutUint32(v1[recHeaderSize+4:], 1)
+	binary.BigEndian.PutUint32(v1[4:], recordCRC(recFileHeader, v1[recHeaderSize:]))
+	var recs []byte
+	for _, id := range []int64{0, 1} {
+		rec := encodeEntry(9, id, id-1, payload(9, id))
+		recs = appendRecord(recs, recAdd, recordCRC(recAdd, rec), rec)
+	}
+	body := binary.BigEndian.AppendUint32(nil, batchMagic)
+	body = binary.BigEndian.AppendUint64(body, 1)
+	body = binary.BigEndian.AppendUint32(body, 2)
+	body = binary.BigEndian.AppendUint32(body, uint32(len(recs)))
+	v1 = appendRecord(v1, recBatch, recordCRC(recBatch, body), body)
+	v1 = append(v1, recs...)
+	if ids, res, err := scanAll(t, v1, false); err != nil || len(ids) != 2 || res.end != int64(len(v1)) {
+		t.Fatalf("version 1 file: ids %v res %+v err %v", ids, res, err)
 	}
 }
 

@@ -101,6 +101,7 @@ type journal struct {
 	done          chan struct{} // closed when both goroutines have exited
 	freeOps       [][]*op       // op slices back from the acker, for reuse
 	pendLen       atomic.Int64  // len(pend), for waitSpace's fast path
+	spares        sparePool     // purged files kept for reuse (journal_recycle.go)
 
 	// Owned by the writer goroutine (and by close after it exits).
 	f      vfs.File
@@ -151,13 +152,16 @@ func startJournal(cfg journalConfig, fileID, seq uint64, onDurable func([]*op, P
 		seq:       seq,
 	}
 	j.space.L = &j.mu
-	f, err := j.createFile(fileID)
+	if err := j.findSpares(); err != nil {
+		return nil, err
+	}
+	f, size, err := j.createFile(fileID)
 	if err != nil {
 		return nil, err
 	}
 	j.f, j.fileID, j.off = f, fileID, fileHeaderSize
 	if cfg.prealloc > 0 && !cfg.noSync {
-		j.res = startReserve(f, fileHeaderSize, cfg.prealloc, cfg.maxFileSize, cfg.log)
+		j.res = startReserve(f, size, cfg.prealloc, cfg.maxFileSize, cfg.log)
 	}
 	ackerDone := make(chan struct{})
 	go j.runAcker(ackerDone)
@@ -174,13 +178,22 @@ func (j *journal) path(id uint64) string {
 	return filepath.Join(j.cfg.dir, idFileName(id, journalExt))
 }
 
-// createFile creates journal file id holding its header, durable (file
-// and directory entry) before it is used.
-func (j *journal) createFile(id uint64) (vfs.File, error) {
+// createFile makes journal file id holding its header, durable (file and
+// directory entry) before it is used, from a spare when there is one (see
+// recycle), and returns it with its size.
+func (j *journal) createFile(id uint64) (vfs.File, int64, error) {
+	if spare := j.takeSpare(); spare != "" {
+		f, size, err := j.recycle(spare, id)
+		if err == nil {
+			return f, size, nil
+		}
+		j.cfg.log.Warn("journal: cannot recycle a spare file; creating a new one", "spare", spare, "err", err)
+		j.cfg.fs.Remove(spare)
+	}
 	name := j.path(id)
 	f, err := j.cfg.fs.Create(name)
 	if err != nil {
-		return nil, fmt.Errorf("bookie: create journal file: %w", err)
+		return nil, 0, fmt.Errorf("bookie: create journal file: %w", err)
 	}
 	_, err = f.WriteAt(encodeFileHeader(id), 0)
 	if err == nil && !j.cfg.noSync {
@@ -192,9 +205,9 @@ func (j *journal) createFile(id uint64) (vfs.File, error) {
 	if err != nil {
 		f.Close()
 		j.cfg.fs.Remove(name)
-		return nil, fmt.Errorf("bookie: create journal file: %w", err)
+		return nil, 0, fmt.Errorf("bookie: create journal file: %w", err)
 	}
-	return f, nil
+	return f, fileHeaderSize, nil
 }
 
 // waitSpace blocks while the pending batch is over maxPending bytes
@@ -363,13 +376,13 @@ func (j *journal) write(buf []byte, recs int, ops []*op) (Pos, error) {
 	if j.broken != nil {
 		return Pos{}, j.broken
 	}
-	j.seq++
-	putBatchHeader(buf, j.seq, recs, len(buf)-batchHeaderSize)
 	if j.off > fileHeaderSize && j.off+int64(len(buf)) > j.cfg.maxFileSize {
 		if err := j.rotate(); err != nil {
 			return Pos{}, err
 		}
 	}
+	j.seq++
+	putBatchHeader(buf, j.seq, recs, len(buf)-batchHeaderSize, j.fileID)
 	if j.res != nil {
 		j.res.claim(j.off + int64(len(buf)))
 	}
@@ -418,21 +431,49 @@ func (j *journal) rollback(cause error) {
 	}
 }
 
-// rotate moves to a new journal file. The old one is complete and synced.
+// rotate moves to a new journal file. The old one is complete and
+// synced; it is cut to its last batch (dropping the reserve, or a recycled
+// file's old data) and that is made durable before the new file exists,
+// because replay takes anything after the last batch of a file that is
+// not the newest for corruption.
 func (j *journal) rotate() error {
-	f, err := j.createFile(j.fileID + 1)
+	old, oldOff := j.f, j.off
+	var f vfs.File
+	var err error
+	next := func() (vfs.File, int64) {
+		if err = j.cut(old, oldOff); err != nil {
+			return old, oldOff
+		}
+		var size int64
+		if f, size, err = j.createFile(j.fileID + 1); err != nil {
+			return old, oldOff
+		}
+		return f, size
+	}
+	if j.res != nil {
+		j.res.exclusive(next)
+	} else {
+		next()
+	}
 	if err != nil {
 		return err
 	}
-	old, oldOff := j.f, j.off
 	j.f, j.fileID, j.off = f, j.fileID+1, fileHeaderSize
-	if j.res != nil {
-		j.res.exclusive(func() (vfs.File, int64) { return f, fileHeaderSize })
-	}
-	old.Truncate(oldOff) // drop the unused reserve; the data is synced
 	old.Close()
 	j.stats.rotations.Add(1)
 	j.cfg.log.Debug("journal rotated", "file", j.fileID)
+	return nil
+}
+
+// cut truncates f to end and makes that durable.
+func (j *journal) cut(f vfs.File, end int64) error {
+	err := f.Truncate(end)
+	if err == nil && !j.cfg.noSync {
+		err = f.Sync()
+	}
+	if err != nil {
+		return fmt.Errorf("bookie: cut journal file to %d bytes: %w", end, err)
+	}
 	return nil
 }
 
@@ -451,13 +492,19 @@ func (j *journal) close() error {
 	<-j.done
 	if j.res != nil {
 		j.res.stop()
-		j.f.Truncate(j.off) // drop the unused reserve
 	}
-	return j.f.Close()
+	// The next open starts a new file: this one must end at its last
+	// batch (see rotate).
+	err := j.cut(j.f, j.off)
+	if cerr := j.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
-// purge removes the journal files before file id before (all older than
-// the checkpoint). Errors are logged; a file left behind is purged later.
+// purge retires the journal files before file id before (all older than
+// the checkpoint): see retire. Errors are logged; a file left behind is
+// purged later.
 func (j *journal) purge(before uint64) {
 	names, err := j.cfg.fs.List(j.cfg.dir)
 	if err != nil {
@@ -466,8 +513,8 @@ func (j *journal) purge(before uint64) {
 	}
 	for _, n := range names {
 		if id, ok := parseIDFileName(n, journalExt); ok && id < before {
-			if err := j.cfg.fs.Remove(filepath.Join(j.cfg.dir, n)); err != nil {
-				j.cfg.log.Warn("journal purge: remove", "file", n, "err", err)
+			if err := j.retire(id); err != nil {
+				j.cfg.log.Warn("journal purge", "file", n, "err", err)
 			}
 		}
 	}

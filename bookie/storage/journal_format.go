@@ -22,24 +22,29 @@ import (
 //
 //	file header  u32 magic "SJNL", u32 version, u64 file id
 //	batch header u32 magic "SBAT", u64 sequence, u32 record count,
-//	             u32 bytes of records after this header
+//	             u32 bytes of records after this header, u64 file id
+//	             (the file id is new in version 2; version 1 files,
+//	             still read, have 20-byte batch-header bodies)
 //	add          the stored entry (see entry_format.go)
 //	master key   i64 ledger, key bytes
 //	fence        i64 ledger, key bytes
 //	delete       i64 ledger
 //
 // Replay applies a batch only once all of it has been read and checked,
-// so a torn batch is never half-applied.
+// so a torn batch is never half-applied. The file id in each batch header
+// tells this file's batches from those a recycled file still holds from
+// its previous life (see journal.recycle): those are never data.
 const (
-	recHeaderSize   = 9
-	fileHeaderBody  = 16
-	batchHeaderBody = 20
-	fileHeaderSize  = recHeaderSize + fileHeaderBody
-	batchHeaderSize = recHeaderSize + batchHeaderBody
+	recHeaderSize     = 9
+	fileHeaderBody    = 16
+	batchHeaderBody   = 28
+	batchHeaderBodyV1 = 20
+	fileHeaderSize    = recHeaderSize + fileHeaderBody
+	batchHeaderSize   = recHeaderSize + batchHeaderBody
 
 	journalMagic   = 0x534a4e4c // "SJNL"
 	batchMagic     = 0x53424154 // "SBAT"
-	journalVersion = 1
+	journalVersion = 2
 
 	// maxBatchBytes bounds a batch's declared length when scanning; a
 	// larger one is damage, not data.
@@ -94,13 +99,15 @@ func encodeFileHeader(fileID uint64) []byte {
 	return appendRecord(nil, recFileHeader, recordCRC(recFileHeader, body), body)
 }
 
-// putBatchHeader fills dst[:batchHeaderSize] with a batch header.
-func putBatchHeader(dst []byte, seq uint64, count, length int) {
+// putBatchHeader fills dst[:batchHeaderSize] with a batch header of
+// journal file fileID.
+func putBatchHeader(dst []byte, seq uint64, count, length int, fileID uint64) {
 	body := dst[recHeaderSize:batchHeaderSize]
 	binary.BigEndian.PutUint32(body[0:], batchMagic)
 	binary.BigEndian.PutUint64(body[4:], seq)
 	binary.BigEndian.PutUint32(body[12:], uint32(count))
 	binary.BigEndian.PutUint32(body[16:], uint32(length))
+	binary.BigEndian.PutUint64(body[20:], fileID)
 	binary.BigEndian.PutUint32(dst[0:], batchHeaderBody)
 	binary.BigEndian.PutUint32(dst[4:], recordCRC(recBatch, body))
 	dst[8] = byte(recBatch)
@@ -158,21 +165,35 @@ type batchHeader struct {
 	seq    uint64
 	count  int
 	length int
+	fileID uint64 // 0 in version 1
 }
 
-// parseBatchHeader decodes a batch header record at the start of b.
-func parseBatchHeader(b []byte) (batchHeader, error) {
+// batchHeaderLen is the size of a batch-header record in a journal file of
+// the given version.
+func batchHeaderLen(version uint32) int {
+	if version == 1 {
+		return recHeaderSize + batchHeaderBodyV1
+	}
+	return batchHeaderSize
+}
+
+// parseBatchHeader decodes a batch header record, in the format of the
+// given journal version, at the start of b.
+func parseBatchHeader(b []byte, version uint32) (batchHeader, error) {
 	r, _, err := parseRecord(b)
 	if err != nil {
 		return batchHeader{}, err
 	}
-	if r.typ != recBatch || len(r.body) != batchHeaderBody || binary.BigEndian.Uint32(r.body) != batchMagic {
+	if r.typ != recBatch || len(r.body) != batchHeaderLen(version)-recHeaderSize || binary.BigEndian.Uint32(r.body) != batchMagic {
 		return batchHeader{}, fmt.Errorf("%w: not a batch header", errBadRec)
 	}
 	h := batchHeader{
 		seq:    binary.BigEndian.Uint64(r.body[4:]),
 		count:  int(binary.BigEndian.Uint32(r.body[12:])),
 		length: int(binary.BigEndian.Uint32(r.body[16:])),
+	}
+	if version > 1 {
+		h.fileID = binary.BigEndian.Uint64(r.body[20:])
 	}
 	if h.length > maxBatchBytes || h.count > h.length/recHeaderSize {
 		return batchHeader{}, fmt.Errorf("%w: batch of %d records in %d bytes", errBadRec, h.count, h.length)

@@ -25,40 +25,42 @@ type scanResult struct {
 	records  int
 }
 
-// scanJournal reads one journal file from start (0: from its file header)
-// and calls apply for each batch, in order, with the batch's records and
-// the offset just past it. A batch is applied only once all of it has been
-// read and checked.
+// scanJournal reads one journal file from start (0: just after its file
+// header) and calls apply for each batch, in order, with the batch's
+// records and the offset just past it. A batch is applied only once all of
+// it has been read and checked.
 //
-// A file may end in zeros (the reserve, see reserve): from the first
-// batch position holding only zeros to the end of the file, that is the
-// end of its data in any file (res.zeroTail). Other damage (a short or
-// failing record) is classified so that nothing
+// Whatever follows the last batch of a file is classified so that nothing
 // acknowledged is lost and nothing unacknowledged is made up:
 //   - in any file but the newest (isLast false) it is corruption: those
-//     files were complete and synced before the journal moved on;
-//   - in the newest file it is a torn tail, the one batch that was being
-//     written when the process stopped, unless a valid batch header
-//     follows it somewhere later in the file: then synced data lies past
-//     the damage and it is corruption.
+//     files were complete, synced and cut to their last batch before the
+//     journal moved on;
+//   - in the newest file it is the end of the data: the zero-filled
+//     reserve (res.zeroTail: only zeros follow), or a torn tail (res.torn:
+//     the batch being written when the process stopped, or a recycled
+//     file's bytes from its previous life, including whole batches that
+//     name another file id) — unless a valid batch header of this file
+//     follows somewhere later: then synced data lies past the damage and
+//     it is corruption.
 //
 // Corruption is returned wrapping ErrCorrupt; so is a file header naming
-// another file id. A version this code does not know is an error too.
+// another file id, or a start past a damaged file header. A version this
+// code does not know is an error too.
 func scanJournal(r io.ReaderAt, size int64, fileID uint64, start int64, isLast bool,
 	apply func(recs []record, end int64) error) (scanResult, error) {
 	res := scanResult{end: start}
-	off := start
+	version := uint32(journalVersion)
 	damaged := func(at int64, why error) (scanResult, error) {
+		if !isLast {
+			return res, fmt.Errorf("%w: journal file %016x offset %d: %v", ErrCorrupt, fileID, at, why)
+		}
 		if zero, err := allZero(r, at, size); err != nil {
 			return res, err
 		} else if zero {
 			res.end, res.zeroTail = at, true
 			return res, nil
 		}
-		if !isLast {
-			return res, fmt.Errorf("%w: journal file %016x offset %d: %v", ErrCorrupt, fileID, at, why)
-		}
-		if p, ok, err := findBatchHeader(r, at+1, size); err != nil {
+		if p, ok, err := findBatchHeader(r, at+1, size, version, fileID); err != nil {
 			return res, err
 		} else if ok {
 			return res, fmt.Errorf("%w: journal file %016x offset %d: %v, but a valid batch follows at offset %d",
@@ -67,37 +69,42 @@ func scanJournal(r io.ReaderAt, size int64, fileID uint64, start int64, isLast b
 		res.end, res.torn = at, true
 		return res, nil
 	}
-	if off == 0 {
-		hdr := make([]byte, min(int64(fileHeaderSize), size))
-		if _, err := readFull(r, hdr, 0); err != nil {
-			return res, err
-		}
-		fh, err := parseFileHeader(hdr)
-		if err != nil {
-			return damaged(0, err)
-		}
-		if fh.version != journalVersion {
-			return res, fmt.Errorf("storage: journal file %016x has version %d, this build reads %d", fileID, fh.version, journalVersion)
-		}
-		if fh.fileID != fileID {
-			return res, fmt.Errorf("%w: journal file %016x says it is file %016x", ErrCorrupt, fileID, fh.fileID)
-		}
-		off = fileHeaderSize
-		res.end = off
+	fh := make([]byte, min(int64(fileHeaderSize), size))
+	if _, err := readFull(r, fh, 0); err != nil {
+		return res, err
 	}
-	var hdr [batchHeaderSize]byte
+	h, err := parseFileHeader(fh)
+	switch {
+	case err != nil && start > 0:
+		return res, fmt.Errorf("%w: journal file %016x: header: %v", ErrCorrupt, fileID, err)
+	case err != nil:
+		res.end = 0
+		return damaged(0, err)
+	case h.version != 1 && h.version != journalVersion:
+		return res, fmt.Errorf("storage: journal file %016x has version %d, this build reads 1 and %d", fileID, h.version, journalVersion)
+	case h.fileID != fileID:
+		return res, fmt.Errorf("%w: journal file %016x says it is file %016x", ErrCorrupt, fileID, h.fileID)
+	}
+	version = h.version
+	hdrLen := int64(batchHeaderLen(version))
+	off := max(start, fileHeaderSize)
+	res.end = off
+	hdr := make([]byte, hdrLen)
 	var buf []byte
 	var recs []record
 	for off < size {
-		n := min(int64(batchHeaderSize), size-off)
+		n := min(hdrLen, size-off)
 		if _, err := readFull(r, hdr[:n], off); err != nil {
 			return res, err
 		}
-		bh, err := parseBatchHeader(hdr[:n])
+		bh, err := parseBatchHeader(hdr[:n], version)
 		if err != nil {
 			return damaged(off, err)
 		}
-		body := off + batchHeaderSize
+		if version > 1 && bh.fileID != fileID {
+			return damaged(off, fmt.Errorf("a batch of journal file %016x (a recycled file's old data)", bh.fileID))
+		}
+		body := off + hdrLen
 		if int64(bh.length) > size-body {
 			return damaged(off, fmt.Errorf("batch of %d bytes runs past the end of the file (%d)", bh.length, size))
 		}
@@ -154,15 +161,17 @@ func readFull(r io.ReaderAt, b []byte, off int64) (int, error) {
 	return n, err
 }
 
-// findBatchHeader looks for a valid batch-header record starting anywhere
-// in [from, size). It finds the magic in a header's body and checks the
+// findBatchHeader looks for a valid batch-header record of journal file
+// fileID (in a version 1 file: of any file) starting anywhere in
+// [from, size). It finds the magic in a header's body and checks the
 // record around it (length, type, CRC). Windows of chunk bytes overlap by
 // a header, so every start position is checked in exactly one window.
-func findBatchHeader(r io.ReaderAt, from, size int64) (int64, bool, error) {
+func findBatchHeader(r io.ReaderAt, from, size int64, version uint32, fileID uint64) (int64, bool, error) {
 	const chunk = 1 << 20
 	var magic [4]byte
 	binary.BigEndian.PutUint32(magic[:], batchMagic)
-	buf := make([]byte, chunk+batchHeaderSize)
+	hdrLen := batchHeaderLen(version)
+	buf := make([]byte, chunk+hdrLen)
 	for base := from; base < size; base += chunk {
 		b := buf[:min(int64(len(buf)), size-base)]
 		if _, err := readFull(r, b, base); err != nil {
@@ -175,8 +184,8 @@ func findBatchHeader(r io.ReaderAt, from, size int64) (int64, bool, error) {
 			}
 			i += j
 			s := i - recHeaderSize // the record starts 9 bytes before its body
-			if s >= 0 && s < chunk && s+batchHeaderSize <= len(b) {
-				if _, err := parseBatchHeader(b[s : s+batchHeaderSize]); err == nil {
+			if s >= 0 && s < chunk && s+hdrLen <= len(b) {
+				if h, err := parseBatchHeader(b[s:s+hdrLen], version); err == nil && (version == 1 || h.fileID == fileID) {
 					return base + int64(s), true, nil
 				}
 			}
