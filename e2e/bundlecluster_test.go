@@ -141,7 +141,13 @@ type bundleRow struct {
 
 // bundlesVia asks broker id's admin API for the region's bundles.
 func (c *bundleCluster) bundlesVia(id string) ([]bundleRow, error) {
-	resp, err := c.http.Get(c.brokers[id].report.Admin + "/admin/v1/bundles")
+	return bundlesAt(c.http, c.brokers[id].report.Admin)
+}
+
+// bundlesAt asks the admin API at admin (a base URL) for the region's
+// bundles.
+func bundlesAt(hc *http.Client, admin string) ([]bundleRow, error) {
+	resp, err := hc.Get(admin + "/admin/v1/bundles")
 	if err != nil {
 		return nil, err
 	}

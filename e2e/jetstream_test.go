@@ -63,7 +63,49 @@ func startJSCluster(t *testing.T) *jsCluster {
 		c.args[id] = append(append(append([]string{}, c.common...), "--id", id), join...)
 		c.brokers[id] = startNodeProcess(t, filepath.Join(dir, id+".log"), c.args[id]...)
 	}
+	c.waitBundlesSpread(t)
 	return c
+}
+
+// waitBundlesSpread waits until both brokers own bundles, evenly, and
+// agree on it for 300 ms. Placement moves bundles (load shedding) for a
+// moment after the brokers start; a test that picks a topic's owner must
+// not race with that (the owner it picked could hand the topic over).
+func (c *jsCluster) waitBundlesSpread(t *testing.T) {
+	t.Helper()
+	live := []string{"b1", "b2"}
+	hc := &http.Client{Timeout: 5 * time.Second}
+	var prev map[string]string
+	var prevAt time.Time
+	testutil.Eventually(t, "the bundles spread over both brokers", 60*time.Second, func() bool {
+		var seen map[string]string
+		for _, id := range live {
+			rows, err := bundlesAt(hc, c.brokers[id].report.Admin)
+			if err != nil || len(rows) == 0 {
+				return false
+			}
+			m := map[string]string{}
+			for _, r := range rows {
+				if r.Unloading != "" || r.Owner == "" {
+					return false
+				}
+				m[r.Bundle] = strings.TrimPrefix(r.Owner, brokerPrefix)
+			}
+			if seen != nil && !sameOwners(seen, m) {
+				return false
+			}
+			seen = m
+		}
+		if !balancedOver(seen, live) {
+			prev = nil
+			return false
+		}
+		if prev == nil || !sameOwners(prev, seen) {
+			prev, prevAt = seen, time.Now()
+			return false
+		}
+		return time.Since(prevAt) >= 300*time.Millisecond
+	})
 }
 
 func (c *jsCluster) restart(t *testing.T, id string) {

@@ -122,36 +122,52 @@ func percentile(sorted []time.Duration, q float64) float64 {
 
 // BenchmarkRawWriteFsync is the disk's limit for the journal's work: the
 // same bytes per entry (1 KiB payload + entry and record headers) written
-// in batches of N entries with one write and one fsync per batch,
-// appending to a file rotated at the journal's size, with nothing else.
-// One op is one entry. batch=journal uses the mean batch of the last
-// BenchmarkAdd run (run them together) and reports add_vs_raw, the
-// engine's adds/s over this limit. journal+log is the same plus what the
-// engine also writes to the same disk: every entry again, to an entry log,
-// from a second goroutine in 1 MiB writes with a data sync every 64 MiB
-// (the write-cache flush), so add_vs_raw there compares like with like.
+// in batches of N entries with one write and one fsync per batch, with
+// nothing else. One op is one entry. Two ways: append (appending to a file
+// rotated at the journal's size, fsync), and overwrite (overwriting a
+// zero-filled file of the journal's size again and again, fdatasync: what
+// the journal does in its reserve and recycled files, with no file-system
+// metadata commit per batch; the zero-filling is not timed).
+// batch=journal uses the mean batch of the last BenchmarkAdd run (run them
+// together) and reports add_vs_raw, the engine's adds/s over this limit.
+// +log is the same plus what the engine also writes to the same disk:
+// every entry again, to an entry log, from a second goroutine in 1 MiB
+// writes with a data sync every 64 MiB (the write-cache flush), so
+// add_vs_raw there compares like with like.
 func BenchmarkRawWriteFsync(b *testing.B) {
 	if benchAddBatch >= 1 {
 		n := int(math.Round(benchAddBatch))
-		for _, withLog := range []bool{false, true} {
-			name := fmt.Sprintf("batch=journal(%d)", n)
-			if withLog {
-				name = fmt.Sprintf("batch=journal+log(%d)", n)
+		for _, overwrite := range []bool{false, true} {
+			for _, withLog := range []bool{false, true} {
+				name := fmt.Sprintf("batch=journal(%d)/%s", n, rawMode(overwrite, withLog))
+				b.Run(name, func(b *testing.B) {
+					rate := rawWriteFsync(b, n, withLog, overwrite)
+					if benchAddRate > 0 {
+						b.ReportMetric(benchAddRate/rate, "add_vs_raw")
+					}
+				})
 			}
-			b.Run(name, func(b *testing.B) {
-				rate := rawWriteFsync(b, n, withLog)
-				if benchAddRate > 0 {
-					b.ReportMetric(benchAddRate/rate, "add_vs_raw")
-				}
-			})
 		}
 	}
 	for _, n := range []int{1, 16, 64, 128, 256} {
-		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) { rawWriteFsync(b, n, false) })
+		for _, overwrite := range []bool{false, true} {
+			b.Run(fmt.Sprintf("batch=%d/%s", n, rawMode(overwrite, false)), func(b *testing.B) { rawWriteFsync(b, n, false, overwrite) })
+		}
 	}
 }
 
-func rawWriteFsync(b *testing.B, batch int, withLog bool) float64 {
+func rawMode(overwrite, withLog bool) string {
+	m := "append"
+	if overwrite {
+		m = "overwrite"
+	}
+	if withLog {
+		m += "+log"
+	}
+	return m
+}
+
+func rawWriteFsync(b *testing.B, batch int, withLog, overwrite bool) float64 {
 	dir := b.TempDir()
 	const perEntry = benchPayload + entryHeaderSize + recHeaderSize
 	buf := make([]byte, batchHeaderSize+batch*perEntry)
@@ -179,6 +195,17 @@ func rawWriteFsync(b *testing.B, batch int, withLog bool) float64 {
 	}
 	f := create()
 	defer func() { f.Close() }()
+	if overwrite {
+		zeros := make([]byte, 1<<20)
+		for off := int64(0); off < maxFile; off += int64(len(zeros)) {
+			if _, err := f.WriteAt(zeros, off); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	}
 	logCh := make(chan int, 1024) // entries to append to the entry log
 	logDone := make(chan struct{})
 	if withLog {
@@ -194,14 +221,22 @@ func rawWriteFsync(b *testing.B, batch int, withLog bool) float64 {
 	start := time.Now()
 	for i := 0; i < batches; i++ {
 		if off+int64(len(buf)) > maxFile {
-			f.Close()
-			f, off = create(), 0
+			if overwrite {
+				off = 0 // the same file again, as if recycled
+			} else {
+				f.Close()
+				f, off = create(), 0
+			}
 		}
 		t0 := time.Now()
 		if _, err := f.WriteAt(buf, off); err != nil {
 			b.Fatal(err)
 		}
-		if err := f.Sync(); err != nil {
+		sync := f.Sync
+		if overwrite {
+			sync = func() error { return syscall.Fdatasync(int(f.Fd())) }
+		}
+		if err := sync(); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(t0))
