@@ -102,7 +102,8 @@ func (e *Engine) replayFile(id uint64, start int64, isLast bool, a *applier, seq
 		return res, err
 	}
 	if res.torn {
-		e.log.Warn("journal: discarding torn tail", "file", id, "offset", res.end, "bytes", st.Size()-res.end)
+		e.log.Warn("journal: discarding the bytes after the last batch (a torn write, or a recycled file's old data)",
+			"file", id, "offset", res.end, "bytes", st.Size()-res.end)
 	} else {
 		e.log.Debug("journal: dropping the zero-filled reserve", "file", id, "offset", res.end, "bytes", st.Size()-res.end)
 	}
