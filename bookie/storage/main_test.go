@@ -215,24 +215,17 @@ func (t *manualTimer) Reset(d time.Duration) {
 
 // settleReserve waits until e's journal zero-filler is idle with its
 // reserve filled (or failed), so that a test's next few small adds cause
-// no fill and fault injection sees only the writer's own I/O.
+// no fill and fault injection sees only the writer's own I/O. The filler
+// broadcasts on the reserve's condition after every fill.
 func settleReserve(t testing.TB, e *Engine) {
 	t.Helper()
 	r := e.j.res
 	if r == nil {
 		return
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r.mu.Lock()
-		idle := !r.busy && (r.failed || !r.low())
-		r.mu.Unlock()
-		if idle {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("journal reserve never settled")
-		}
-		time.Sleep(time.Millisecond)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.busy || !r.failed && !r.closed && r.low() {
+		r.cond.Wait()
 	}
 }
