@@ -137,7 +137,7 @@ func TestScanJournalReserve(t *testing.T) {
 	torn := bytes.Clone(reserved)
 	clear(torn[starts[1]+int64(len(b2))/2 : len(file)])
 	ids, res, err = scanAll(t, torn, true)
-	if err != nil || !res.torn || res.zeroTail || res.end != starts[1] || len(ids) != 2 {
+	if err != nil || !res.torn || res.zeroTail || res.stale || res.end != starts[1] || len(ids) != 2 {
 		t.Fatalf("torn batch over the reserve: ids %v res %+v err %v", ids, res, err)
 	}
 	if _, _, err := scanAll(t, torn, false); !errors.Is(err, ErrCorrupt) {
@@ -166,10 +166,21 @@ func TestScanJournalRecycled(t *testing.T) {
 		if err != nil || res.zeroTail || res.end != int64(len(fresh)) || len(ids) != 3 || res.torn != (cut < int64(len(old))) {
 			t.Fatalf("stale bytes from %d: ids %v res %+v err %v", cut, ids, res, err)
 		}
+		// Old batch headers among the discarded bytes mark them stale
+		// (a header starts 9 bytes before its magic).
+		wantStale := false
+		for p := int64(0); p < int64(len(old)); p++ {
+			if bytes.HasPrefix(old[p:], []byte("SBAT")) && p-recHeaderSize >= cut {
+				wantStale = true
+			}
+		}
+		if res.stale != wantStale {
+			t.Fatalf("stale bytes from %d: stale %v, want %v", cut, res.stale, wantStale)
+		}
 	}
 	// The stale batches begin right after the new file's header.
 	file := append(encodeFileHeader(3), old[fileHeaderSize:]...)
-	if ids, res, err := scanAll(t, file, true); err != nil || res.end != fileHeaderSize || len(ids) != 0 {
+	if ids, res, err := scanAll(t, file, true); err != nil || res.end != fileHeaderSize || len(ids) != 0 || !res.stale {
 		t.Fatalf("recycled, no new batch: ids %v res %+v err %v", ids, res, err)
 	}
 	// A new batch torn over stale bytes.

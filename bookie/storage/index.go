@@ -24,7 +24,15 @@ import (
 //
 // Everything a flush, delete or compaction changes goes in one batch, so
 // the index moves from one consistent state to the next.
-const indexVersion = 1
+//
+// Version 2 has the same keys as version 1; it marks a data directory
+// whose journal may hold version 2 files (file ids in batch headers,
+// recycled files). A build that reads only version 1 journals would take
+// their batches for a torn tail when it replays from a checkpoint inside
+// such a file, and truncate acknowledged entries away; it refuses an
+// index of version 2 instead. This build opens version 1 indexes and
+// marks them version 2 before it writes any journal.
+const indexVersion = 2
 
 var (
 	versionKey    = []byte("v")
@@ -189,10 +197,10 @@ func openIndex(fsys vfs.FS, dir string, cacheBytes, memTableBytes int64, log *sl
 	v, ok, err := ix.get(versionKey)
 	switch {
 	case err != nil:
-	case !ok:
+	case !ok, len(v) == 4 && binary.BigEndian.Uint32(v) == 1:
 		err = db.Set(versionKey, binary.BigEndian.AppendUint32(nil, indexVersion), ix.write)
 	case len(v) != 4 || binary.BigEndian.Uint32(v) != indexVersion:
-		err = fmt.Errorf("bookie: index format %x, this build reads %d", v, indexVersion)
+		err = fmt.Errorf("bookie: index format %x, this build reads 1 and %d", v, indexVersion)
 	}
 	if err != nil {
 		db.Close()

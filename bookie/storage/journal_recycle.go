@@ -12,13 +12,14 @@ import (
 // Journal files are recycled, as BookKeeper's journalReuseFiles and
 // PostgreSQL's WAL segments are: a file that a checkpoint has passed is
 // renamed to a spare (%016x.spare) instead of deleted, up to
-// maxSpareJournals of them, and the next journal file is made from a
-// spare when there is one. Its blocks are allocated and written, and its
-// size is already that of a full file, so every batch written into it
-// overwrites (see reserve for why that makes fdatasync cheap) without the
-// zero-filling a new file needs. What the file held before stays behind
-// the new batches; the file id in every batch header tells the two apart
-// (scanJournal).
+// maxSpareJournals of them (and only if it is at least half the rotation
+// size: a file cut short by a restart is not worth keeping), and the next
+// journal file is made from a spare when there is one. Its blocks are
+// allocated and written, and its size is already nearly that of a full
+// file, so the batches written into it overwrite (see reserve for why
+// that makes fdatasync cheap) without the zero-filling a new file needs.
+// What the file held before stays behind the new batches; the file id in
+// every batch header tells the two apart (scanJournal).
 const (
 	spareExt         = ".spare"
 	maxSpareJournals = 4
@@ -31,7 +32,8 @@ type sparePool struct {
 	retiring int // renames to a spare in progress (they count against the limit)
 }
 
-// findSpares fills the pool from the spares in the journal directory.
+// findSpares fills the pool from the spares in the journal directory,
+// removing those too short to be worth reusing (see retire).
 func (j *journal) findSpares() error {
 	names, err := j.cfg.fs.List(j.cfg.dir)
 	if err != nil {
@@ -40,9 +42,15 @@ func (j *journal) findSpares() error {
 	j.spares.mu.Lock()
 	defer j.spares.mu.Unlock()
 	for _, n := range names {
-		if strings.HasSuffix(n, spareExt) {
-			j.spares.names = append(j.spares.names, filepath.Join(j.cfg.dir, n))
+		if !strings.HasSuffix(n, spareExt) {
+			continue
 		}
+		name := filepath.Join(j.cfg.dir, n)
+		if st, err := j.cfg.fs.Stat(name); err != nil || st.Size() < j.cfg.maxFileSize/2 || len(j.spares.names) >= maxSpareJournals {
+			j.cfg.fs.Remove(name)
+			continue
+		}
+		j.spares.names = append(j.spares.names, name)
 	}
 	return nil
 }
@@ -61,11 +69,17 @@ func (j *journal) takeSpare() string {
 }
 
 // retire disposes of journal file id, which a checkpoint has passed: it
-// becomes a spare if the pool has room, else it is removed.
+// becomes a spare if the pool has room and the file is at least half the
+// rotation size (a short file, cut by a restart, would save little), else
+// it is removed.
 func (j *journal) retire(id uint64) error {
 	name := j.path(id)
+	st, err := j.cfg.fs.Stat(name)
+	if err != nil {
+		return err
+	}
 	j.spares.mu.Lock()
-	keep := len(j.spares.names)+j.spares.retiring < maxSpareJournals
+	keep := st.Size() >= j.cfg.maxFileSize/2 && len(j.spares.names)+j.spares.retiring < maxSpareJournals
 	if keep {
 		j.spares.retiring++
 	}
@@ -74,7 +88,7 @@ func (j *journal) retire(id uint64) error {
 		return j.cfg.fs.Remove(name)
 	}
 	spare := filepath.Join(j.cfg.dir, idFileName(id, spareExt))
-	err := j.cfg.fs.Rename(name, spare)
+	err = j.cfg.fs.Rename(name, spare)
 	j.spares.mu.Lock()
 	j.spares.retiring--
 	if err == nil {

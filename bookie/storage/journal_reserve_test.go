@@ -2,11 +2,16 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/stratamesh/strata/internal/vfs"
+	"github.com/stratamesh/strata/internal/vfs/pebblevfs"
 )
 
 // journalSizes returns the size of each journal file in fsys.
@@ -143,5 +148,91 @@ func TestJournalRecycling(t *testing.T) {
 		if l.LedgerID == 1 {
 			t.Fatalf("deleted ledger 1 came back from a recycled file's old batches: %+v", l)
 		}
+	}
+}
+
+// TestIndexVersionMarksJournalFormat: opening a data directory marks its
+// index version 2 (journal files of version 2 may follow), so that a
+// build reading only version 1 journals refuses the directory instead of
+// truncating batches it cannot parse; a version 1 index is upgraded, an
+// unknown version refused.
+func TestIndexVersionMarksJournalFormat(t *testing.T) {
+	mem := vfs.NewMem()
+	cfg := testConfig(mem)
+	indexDir := filepath.Join(testDir, indexDirName)
+	version := func() uint32 { // read without openIndex, which upgrades
+		t.Helper()
+		db, err := pebble.Open(indexDir, &pebble.Options{FS: pebblevfs.New(mem), ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		v, closer, err := db.Get(versionKey)
+		if err != nil || len(v) != 4 {
+			t.Fatalf("version key %x %v", v, err)
+		}
+		defer closer.Close()
+		return binary.BigEndian.Uint32(v)
+	}
+	setVersion := func(n uint32) {
+		t.Helper()
+		ix, err := openIndex(mem, indexDir, 1<<20, 1<<20, cfg.Logger, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ix.db.Set(versionKey, binary.BigEndian.AppendUint32(nil, n), ix.write); err != nil {
+			t.Fatal(err)
+		}
+		ix.close()
+	}
+	e := open(t, cfg)
+	addMany(t, e, 1, 0, 5)
+	e.Close()
+	if v := version(); v != 2 {
+		t.Fatalf("index version %d after open", v)
+	}
+	setVersion(1) // a directory last opened by an older build
+	e = open(t, cfg)
+	checkEntry(t, e, 1, 4)
+	e.Close()
+	if v := version(); v != 2 {
+		t.Fatalf("version 1 index not upgraded: %d", v)
+	}
+	setVersion(3)
+	if _, err := Open(cfg); err == nil || !strings.Contains(err.Error(), "index format") {
+		t.Fatalf("open with index version 3: %v", err)
+	}
+}
+
+// TestShortJournalFilesAreNotKept: restarts leave short journal files
+// (each open starts a new one); once a checkpoint passes them they are
+// removed, not kept as spares that would fill the pool and save nothing.
+func TestShortJournalFilesAreNotKept(t *testing.T) {
+	mem := vfs.NewMem()
+	cfg := testConfig(mem)
+	cfg.JournalMaxFileSize = 64 << 10
+	for i := int64(0); i < 6; i++ {
+		e, err := Open(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustAdd(t, e, addReq(1, i))
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := open(t, cfg)
+	flush(t, e)
+	var spares []string
+	for _, n := range journalFiles(t, mem) {
+		if filepath.Ext(n) == spareExt {
+			spares = append(spares, n)
+		}
+	}
+	if len(spares) > 0 {
+		t.Fatalf("short journal files kept as spares: %v", spares)
+	}
+	for i := int64(0); i < 6; i++ {
+		checkEntry(t, e, 1, i)
 	}
 }

@@ -21,7 +21,11 @@ type scanResult struct {
 	// zero-filled reserve (see reserve), never data, in any file. The
 	// caller truncates it away.
 	zeroTail bool
-	batches  int
+	// stale reports, with torn, that a batch of another file was found
+	// from end on: the discarded bytes are (at least mostly) a recycled
+	// file's old data, not only a torn write.
+	stale   bool
+	batches int
 	records  int
 }
 
@@ -60,13 +64,14 @@ func scanJournal(r io.ReaderAt, size int64, fileID uint64, start int64, isLast b
 			res.end, res.zeroTail = at, true
 			return res, nil
 		}
-		if p, ok, err := findBatchHeader(r, at+1, size, version, fileID); err != nil {
+		p, ok, other, err := findBatchHeader(r, at, size, version, fileID)
+		if err != nil {
 			return res, err
 		} else if ok {
 			return res, fmt.Errorf("%w: journal file %016x offset %d: %v, but a valid batch follows at offset %d",
 				ErrCorrupt, fileID, at, why, p)
 		}
-		res.end, res.torn = at, true
+		res.end, res.torn, res.stale = at, true, other
 		return res, nil
 	}
 	fh := make([]byte, min(int64(fileHeaderSize), size))
@@ -163,10 +168,11 @@ func readFull(r io.ReaderAt, b []byte, off int64) (int, error) {
 
 // findBatchHeader looks for a valid batch-header record of journal file
 // fileID (in a version 1 file: of any file) starting anywhere in
-// [from, size). It finds the magic in a header's body and checks the
+// (from, size); other reports whether it met valid batch headers of other
+// files (a recycled file's old data) from from on. It finds the magic in a header's body and checks the
 // record around it (length, type, CRC). Windows of chunk bytes overlap by
 // a header, so every start position is checked in exactly one window.
-func findBatchHeader(r io.ReaderAt, from, size int64, version uint32, fileID uint64) (int64, bool, error) {
+func findBatchHeader(r io.ReaderAt, from, size int64, version uint32, fileID uint64) (at int64, found, other bool, err error) {
 	const chunk = 1 << 20
 	var magic [4]byte
 	binary.BigEndian.PutUint32(magic[:], batchMagic)
@@ -175,7 +181,7 @@ func findBatchHeader(r io.ReaderAt, from, size int64, version uint32, fileID uin
 	for base := from; base < size; base += chunk {
 		b := buf[:min(int64(len(buf)), size-base)]
 		if _, err := readFull(r, b, base); err != nil {
-			return 0, false, err
+			return 0, false, other, err
 		}
 		for i := 0; ; i++ {
 			j := bytes.Index(b[i:], magic[:])
@@ -184,12 +190,18 @@ func findBatchHeader(r io.ReaderAt, from, size int64, version uint32, fileID uin
 			}
 			i += j
 			s := i - recHeaderSize // the record starts 9 bytes before its body
-			if s >= 0 && s < chunk && s+hdrLen <= len(b) {
-				if h, err := parseBatchHeader(b[s:s+hdrLen], version); err == nil && (version == 1 || h.fileID == fileID) {
-					return base + int64(s), true, nil
-				}
+			if s < 0 || s >= chunk || s+hdrLen > len(b) {
+				continue
+			}
+			h, err := parseBatchHeader(b[s:s+hdrLen], version)
+			switch {
+			case err != nil:
+			case version > 1 && h.fileID != fileID:
+				other = true
+			case base+int64(s) > from:
+				return base + int64(s), true, other, nil
 			}
 		}
 	}
-	return 0, false, nil
+	return 0, false, other, nil
 }

@@ -101,10 +101,12 @@ func (e *Engine) replayFile(id uint64, start int64, isLast bool, a *applier, seq
 	if err != nil || !res.torn && !res.zeroTail {
 		return res, err
 	}
-	if res.torn {
-		e.log.Warn("journal: discarding the bytes after the last batch (a torn write, or a recycled file's old data)",
-			"file", id, "offset", res.end, "bytes", st.Size()-res.end)
-	} else {
+	switch {
+	case res.stale:
+		e.log.Info("journal: dropping a recycled file's old data after its last batch", "file", id, "offset", res.end, "bytes", st.Size()-res.end)
+	case res.torn:
+		e.log.Warn("journal: discarding torn tail", "file", id, "offset", res.end, "bytes", st.Size()-res.end)
+	default:
 		e.log.Debug("journal: dropping the zero-filled reserve", "file", id, "offset", res.end, "bytes", st.Size()-res.end)
 	}
 	if res.end < fileHeaderSize {
