@@ -26,7 +26,7 @@ type scanResult struct {
 	// file's old data, not only a torn write.
 	stale   bool
 	batches int
-	records  int
+	records int
 }
 
 // scanJournal reads one journal file from start (0: just after its file
