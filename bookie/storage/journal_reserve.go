@@ -23,8 +23,10 @@ import (
 // safe from the zeros: [0, ready) of the file is the writer's (header and
 // batches) or durable zeros, the filler only writes at ready or beyond,
 // and the writer moves ready past anything it writes beyond it (claim)
-// while no fill is in progress. Zeros left at a file's end by a crash are
-// the reserve, not data: scanJournal ends a file at an all-zero tail.
+// while no fill is in progress. Zeros left at the newest file's end by a
+// crash are the reserve, not data: scanJournal ends the file there. A
+// recycled file (journal_recycle.go) starts with all of its old size
+// ready; the filler only extends it.
 type reserve struct {
 	chunk, limit int64
 	log          *slog.Logger
@@ -32,7 +34,7 @@ type reserve struct {
 	mu     sync.Mutex
 	cond   sync.Cond // broadcast when ready, busy, want or closed change
 	f      vfs.File  // the file being filled
-	ready  int64     // [0, ready) of f: written by the writer or durable zeros
+	ready  int64     // [0, ready) of f: the writer's, durable zeros, or a recycled file's old data
 	want   int64     // end of the writer's last write (claim)
 	busy   bool      // a fill of f is in progress, outside mu
 	failed bool      // a fill failed: no more fills; the writer appends
@@ -43,8 +45,9 @@ type reserve struct {
 // zeros is the source of the filler's writes.
 var zeros = make([]byte, 256<<10)
 
-// startReserve starts filling f from off (the end of its header) in
-// chunks of chunk bytes, never past limit bytes.
+// startReserve starts filling f from off (the end of its header, or of a
+// recycled file's old data) in chunks of chunk bytes, never past limit
+// bytes.
 func startReserve(f vfs.File, off, chunk, limit int64, log *slog.Logger) *reserve {
 	r := &reserve{chunk: chunk, limit: limit, log: log, f: f, ready: off, want: off, done: make(chan struct{})}
 	r.cond.L = &r.mu
