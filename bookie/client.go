@@ -49,6 +49,9 @@ type Client struct {
 func Dial(ctx context.Context, addr string, opts DialOptions) (*Client, error) {
 	dopts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// As the server's (see addWindowBytes).
+		grpc.WithInitialWindowSize(addWindowBytes), grpc.WithInitialConnWindowSize(4 * addWindowBytes),
+		grpc.WithWriteBufferSize(transportBufferBytes), grpc.WithReadBufferSize(transportBufferBytes),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageSize), grpc.MaxCallSendMsgSize(MaxMessageSize), clientCodec),
 	}, opts.GRPC...)
 	conn, err := grpc.NewClient(addr, dopts...)
