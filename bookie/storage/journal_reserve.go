@@ -19,11 +19,11 @@ import (
 // One goroutine (the filler) zero-fills chunk bytes at a time, with a
 // write and an fdatasync, whenever the filled region ends less than one
 // chunk past the writer's last write (so it stays one to two chunks
-// ahead); it never fills past limit (the journal's rotation size). The invariant that keeps the writer's data
-// safe from the zeros: [0, ready) of the file is the writer's (header and
-// batches) or durable zeros, the filler only writes at ready or beyond,
-// and the writer moves ready past anything it writes beyond it (claim)
-// while no fill is in progress. Zeros left at the newest file's end by a
+// ahead); it never fills past limit (the journal's rotation size). The
+// invariant that keeps the writer's data safe from the zeros: [0, ready)
+// of the file is the writer's (header and batches) or durable zeros, the
+// filler only writes at ready or beyond, and the writer moves ready past
+// anything it writes beyond it (claim) while no fill is in progress. Zeros left at the newest file's end by a
 // crash are the reserve, not data: scanJournal ends the file there. A
 // recycled file (journal_recycle.go) starts with all of its old size
 // ready; the filler only extends it.
