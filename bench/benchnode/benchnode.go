@@ -7,6 +7,7 @@ package benchnode
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -69,7 +70,7 @@ func (n *Node) Stop() {
 // file in dir, with an fsync after each batch, and returns entries/s: the
 // disk's write+fsync limit at that batch size.
 func RawWriteFsync(dir string, size, batch, rounds int) (float64, error) {
-	return rawLoop(dir, size, batch, rounds, false)
+	return rawLoop(dir, size, batch, rounds, false, false)
 }
 
 // RawZeroedFdatasync is RawWriteFsync without the file-system metadata
@@ -80,14 +81,22 @@ func RawWriteFsync(dir string, size, batch, rounds int) (float64, error) {
 // On ext4 this is about twice as fast as appending at small batches.
 // Returns entries/s; the zero-filling is not timed.
 func RawZeroedFdatasync(dir string, size, batch, rounds int) (float64, error) {
-	return rawLoop(dir, size, batch, rounds, true)
+	return rawLoop(dir, size, batch, rounds, true, false)
 }
 
-func rawLoop(dir string, size, batch, rounds int, overwrite bool) (float64, error) {
+// RawZeroedWithEntryLog is RawZeroedFdatasync with an EntryLogLoad
+// writing every batch's bytes again to an entry log on the same disk, as
+// a bookie whose journal and entry logs share a disk must. Returns
+// entries/s of the journal loop.
+func RawZeroedWithEntryLog(dir string, size, batch, rounds int) (float64, error) {
+	return rawLoop(dir, size, batch, rounds, true, true)
+}
+
+func rawLoop(dir string, size, batch, rounds int, overwrite, withLog bool) (float64, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, err
 	}
-	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("raw-%v.log", overwrite)))
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("raw-%v-%v.log", overwrite, withLog)))
 	if err != nil {
 		return 0, err
 	}
@@ -106,24 +115,36 @@ func rawLoop(dir string, size, batch, rounds int, overwrite bool) (float64, erro
 		}
 		syscall.Sync()
 	}
-	start := time.Now()
-	for i := 0; i < rounds; i++ {
-		if overwrite {
-			if _, err := f.WriteAt(buf, int64(i)*int64(len(buf))); err != nil {
-				return 0, err
-			}
-			err = syscall.Fdatasync(int(f.Fd()))
-		} else {
-			if _, err := f.Write(buf); err != nil {
-				return 0, err
-			}
-			err = f.Sync()
-		}
-		if err != nil {
+	var entryLog *EntryLogLoad
+	if withLog {
+		if entryLog, err = StartEntryLogLoad(filepath.Join(dir, "raw-entries.log")); err != nil {
 			return 0, err
 		}
 	}
-	return float64(rounds*batch) / time.Since(start).Seconds(), nil
+	start := time.Now()
+	for i := 0; i < rounds; i++ {
+		if overwrite {
+			if _, err = f.WriteAt(buf, int64(i)*int64(len(buf))); err == nil {
+				err = syscall.Fdatasync(int(f.Fd()))
+			}
+		} else if _, err = f.Write(buf); err == nil {
+			err = f.Sync()
+		}
+		if err != nil {
+			break
+		}
+		if entryLog != nil {
+			entryLog.Add(len(buf))
+		}
+	}
+	elapsed := time.Since(start)
+	if entryLog != nil {
+		err = errors.Join(err, entryLog.Stop())
+	}
+	if err != nil {
+		return 0, err
+	}
+	return float64(rounds*batch) / elapsed.Seconds(), nil
 }
 
 // Pct is the p-quantile (0..1) of lat, rounded to a microsecond.

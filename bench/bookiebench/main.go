@@ -130,15 +130,27 @@ func run(strata, dir string, n, size, window int) error {
 	if err != nil {
 		return err
 	}
+	// What a bookie with its journal and entry logs on this one disk must
+	// write: the overwrite loop with every entry written again to an
+	// entry log alongside. Reported, not the limit the goal is set
+	// against (that is the journal's own write+fsync).
+	withLog, err := benchnode.RawZeroedWithEntryLog(filepath.Join(dir, "raw"), size, batch, rounds)
+	if err != nil {
+		return err
+	}
 	limit := max(raw, zeroed)
 	fmt.Printf("bookie process, %d adds of %d B, %d in flight, fsync on\n", n, size, window)
 	fmt.Printf("  adds/s %.0f   p50 %v   p99 %v   p999 %v\n", rate, benchnode.Pct(lat, 0.50), benchnode.Pct(lat, 0.99), benchnode.Pct(lat, 0.999))
-	fmt.Printf("  journal: %d group commits, mean %d adds each, %.0f µs write+fsync each\n",
-		j.Batches, batch, j.SyncSeconds*1e6/float64(max(1, j.Batches)))
+	// Busy: the share of the load's run the journal spent writing and
+	// syncing; the rest it waited for adds.
+	fmt.Printf("  journal: %d group commits, mean %d adds each, %.0f µs write+fsync each, busy %.0f%% of the run\n",
+		j.Batches, batch, j.SyncSeconds*1e6/float64(max(1, j.Batches)), 100*j.SyncSeconds*rate/float64(n))
 	fmt.Printf("raw on the same disk (bookie stopped, page cache synced), %d batches of %d x %d B\n", rounds, batch, size)
 	fmt.Printf("  append + fsync:                 entries/s %.0f   (%.0f µs each)\n", raw, float64(batch)/raw*1e6)
 	fmt.Printf("  overwrite zeroed + fdatasync:   entries/s %.0f   (%.0f µs each)\n", zeroed, float64(batch)/zeroed*1e6)
-	fmt.Printf("ratio bookie/raw: %.2f against the faster raw loop (%.2f against append + fsync)\n", rate/limit, rate/raw)
+	fmt.Printf("  overwrite + entry log alongside: entries/s %.0f   (%.0f µs each; the single-disk bookie's bytes)\n", withLog, float64(batch)/withLog*1e6)
+	fmt.Printf("ratio bookie/raw: %.2f against the faster raw loop (%.2f against append + fsync, %.2f against overwrite + entry log)\n",
+		rate/limit, rate/raw, rate/withLog)
 	return nil
 }
 

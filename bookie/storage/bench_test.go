@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stratamesh/strata/bench/benchnode"
 )
 
 // Set by the last BenchmarkAdd run, read by BenchmarkRawWriteFsync, so
@@ -206,12 +208,12 @@ func rawWriteFsync(b *testing.B, batch int, withLog, overwrite bool) float64 {
 			b.Fatal(err)
 		}
 	}
-	logCh := make(chan int, 1024) // entries to append to the entry log
-	logDone := make(chan struct{})
+	var entryLog *benchnode.EntryLogLoad
 	if withLog {
-		go rawEntryLog(b, filepath.Join(dir, "entries.log"), logCh, logDone)
-	} else {
-		close(logDone)
+		var err error
+		if entryLog, err = benchnode.StartEntryLogLoad(filepath.Join(dir, "entries.log")); err != nil {
+			b.Fatal(err)
+		}
 	}
 	batches := (b.N + batch - 1) / batch
 	lat := make([]time.Duration, 0, batches)
@@ -241,50 +243,21 @@ func rawWriteFsync(b *testing.B, batch int, withLog, overwrite bool) float64 {
 		}
 		lat = append(lat, time.Since(t0))
 		off += int64(len(buf))
-		if withLog {
-			logCh <- batch
+		if entryLog != nil {
+			entryLog.Add(batch * (benchPayload + entryHeaderSize))
 		}
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
-	close(logCh)
-	<-logDone
+	if entryLog != nil {
+		if err := entryLog.Stop(); err != nil {
+			b.Fatal(err)
+		}
+	}
 	rate := float64(batches*batch) / elapsed.Seconds()
 	slices.Sort(lat)
 	b.ReportMetric(rate, "entries/s")
 	b.ReportMetric(percentile(lat, 0.50), "p50-µs")
 	b.ReportMetric(percentile(lat, 0.99), "p99-µs")
 	return rate
-}
-
-// rawEntryLog appends the entries it is sent to an entry log the way a
-// flush does: 1 MiB writes, writeback started after each, a data sync
-// every 64 MiB.
-func rawEntryLog(b *testing.B, name string, entries <-chan int, done chan<- struct{}) {
-	defer close(done)
-	f, err := os.Create(name)
-	if err != nil {
-		b.Error(err)
-		return
-	}
-	defer f.Close()
-	const perEntry = benchPayload + entryHeaderSize
-	chunk := make([]byte, 1<<20)
-	var off, pending, unsynced int64
-	for n := range entries {
-		pending += int64(n * perEntry)
-		for pending >= int64(len(chunk)) {
-			if _, err := f.WriteAt(chunk, off); err != nil {
-				b.Error(err)
-				return
-			}
-			syscall.SyncFileRange(int(f.Fd()), off, int64(len(chunk)), 0x2)
-			off += int64(len(chunk))
-			pending -= int64(len(chunk))
-			if unsynced += int64(len(chunk)); unsynced >= 64<<20 {
-				syscall.Fdatasync(int(f.Fd()))
-				unsynced = 0
-			}
-		}
-	}
 }
