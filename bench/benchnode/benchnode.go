@@ -100,6 +100,7 @@ func rawLoop(dir string, size, batch, rounds int, overwrite, withLog bool) (floa
 	if err != nil {
 		return 0, err
 	}
+	defer os.Remove(f.Name()) // runs after Close: each loop's GiBs are freed before the next
 	defer f.Close()
 	buf := make([]byte, size*batch)
 	if overwrite {
@@ -117,9 +118,11 @@ func rawLoop(dir string, size, batch, rounds int, overwrite, withLog bool) (floa
 	}
 	var entryLog *EntryLogLoad
 	if withLog {
-		if entryLog, err = StartEntryLogLoad(filepath.Join(dir, "raw-entries.log")); err != nil {
+		name := filepath.Join(dir, "raw-entries.log")
+		if entryLog, err = StartEntryLogLoad(name); err != nil {
 			return 0, err
 		}
+		defer os.Remove(name)
 	}
 	start := time.Now()
 	for i := 0; i < rounds; i++ {
