@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -37,8 +38,13 @@ func main() {
 	size := flag.Int("size", 1024, "entry payload size in bytes")
 	window := flag.Int("window", 256, "adds in flight")
 	dir := flag.String("dir", "", "data directory (default: a new temporary one, removed after)")
-	profile := flag.String("cpuprofile", "", "write CPU profiles of the bookie process (`PREFIX`.bookie) and of this client (PREFIX.client)")
+	profile := flag.String("cpuprofile", "", "write CPU profiles of the bookie process (`PREFIX`.bookie; the last round's) and of this client (PREFIX.client)")
+	rounds := flag.Int("rounds", 1, "load-then-raw rounds, each with a fresh bookie data dir; the ratio's median and range are printed at the end")
 	flag.Parse()
+	if *rounds < 1 || *n < 1 || *size < 1 || *window < 1 {
+		fmt.Fprintln(os.Stderr, "bookiebench: -rounds, -n, -size and -window must be positive")
+		os.Exit(2)
+	}
 	if *profile != "" {
 		stop, err := profileClient(*profile)
 		if err != nil {
@@ -47,7 +53,7 @@ func main() {
 		}
 		defer stop()
 	}
-	if err := run(*strata, *dir, *n, *size, *window); err != nil {
+	if err := run(*strata, *dir, *n, *size, *window, *rounds); err != nil {
 		fmt.Fprintln(os.Stderr, "bookiebench:", err)
 		os.Exit(1)
 	}
@@ -76,7 +82,7 @@ func profileClient(prefix string) (func(), error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
-func run(strata, dir string, n, size, window int) error {
+func run(strata, dir string, n, size, window, rounds int) error {
 	if dir == "" {
 		d, err := os.MkdirTemp(".", "bookiebench-")
 		if err != nil {
@@ -89,26 +95,54 @@ func run(strata, dir string, n, size, window int) error {
 	if err := os.WriteFile(topo, []byte(topology), 0o644); err != nil {
 		return err
 	}
-	common := []string{"node", "--topology", topo, "--region", "solo", "--data-dir", filepath.Join(dir, "data"), "--gossip", "loopback", "--log-level", "error"}
-	metaNode, err := benchnode.Start(strata, append(common, "--id", "meta"), "")
+	common := []string{"node", "--topology", topo, "--region", "solo", "--gossip", "loopback", "--log-level", "error"}
+	metaNode, err := benchnode.Start(strata, slices.Concat(common, []string{"--data-dir", filepath.Join(dir, "meta"), "--id", "meta"}), "")
 	if err != nil {
 		return err
 	}
 	defer metaNode.Stop()
-	k1, err := benchnode.Start(strata, append(common, "--id", "k1", "--etcd", metaNode.Report.Etcd, "--join", metaNode.Report.SerfLAN),
-		bookieProfile)
+	// Each round measures the bookie and then, right after, the raw
+	// loops, so each ratio compares figures taken minutes apart at most:
+	// this host's speed drifts by tens of percent over a session.
+	var ratios []float64
+	for r := 1; r <= rounds; r++ {
+		if rounds > 1 {
+			fmt.Printf("round %d of %d\n", r, rounds)
+		}
+		bookieDir := filepath.Join(dir, fmt.Sprintf("bookie-%d", r))
+		args := slices.Concat(common, []string{"--data-dir", bookieDir, "--id", "k1", "--etcd", metaNode.Report.Etcd, "--join", metaNode.Report.SerfLAN})
+		ratio, err := round(strata, args, dir, n, size, window)
+		os.RemoveAll(bookieDir)
+		if err != nil {
+			return err
+		}
+		ratios = append(ratios, ratio)
+	}
+	if rounds > 1 {
+		slices.Sort(ratios)
+		median := (ratios[(rounds-1)/2] + ratios[rounds/2]) / 2
+		fmt.Printf("ratio bookie/raw over %d rounds: median %.2f, range %.2f–%.2f\n", rounds, median, ratios[0], ratios[rounds-1])
+	}
+	return nil
+}
+
+// round starts a bookie process with args, loads it with n adds, stops
+// it, runs the raw loops in dir at the journal's mean batch size, prints
+// the figures and returns the ratio the goal is set against.
+func round(strata string, args []string, dir string, n, size, window int) (float64, error) {
+	k1, err := benchnode.Start(strata, args, bookieProfile)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer k1.Stop()
 
 	rate, lat, err := addLoad(k1.Report.GRPC, n, size, window)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var view region.BookieView
 	if err := adminclient.Get(context.Background(), nil, k1.Report.Admin, "/admin/v1/bookie", &view); err != nil {
-		return err
+		return 0, err
 	}
 	j := view.Journal
 	batch := max(1, int(float64(j.Adds)/float64(max(1, j.Batches))+0.5))
@@ -117,26 +151,26 @@ func run(strata, dir string, n, size, window int) error {
 	// the limit is not measured against the load's leftover writeback.
 	k1.Stop()
 	syscall.Sync()
-	// The same number of write+fsync rounds the journal did, at its mean
+	// The same number of write+fsync rawRounds the journal did, at its mean
 	// batch size (bounded so the raw runs stay short), two ways:
 	// appending with fsync, and overwriting a zero-filled file with
 	// fdatasync, as the journal does. The faster is the limit.
-	rounds := int(min(j.Batches, 20000))
-	raw, err := benchnode.RawWriteFsync(filepath.Join(dir, "raw"), size, batch, rounds)
+	rawRounds := int(min(j.Batches, 20000))
+	raw, err := benchnode.RawWriteFsync(filepath.Join(dir, "raw"), size, batch, rawRounds)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	zeroed, err := benchnode.RawZeroedFdatasync(filepath.Join(dir, "raw"), size, batch, rounds)
+	zeroed, err := benchnode.RawZeroedFdatasync(filepath.Join(dir, "raw"), size, batch, rawRounds)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	// What a bookie with its journal and entry logs on this one disk must
 	// write: the overwrite loop with every entry written again to an
 	// entry log alongside. Reported, not the limit the goal is set
 	// against (that is the journal's own write+fsync).
-	withLog, err := benchnode.RawZeroedWithEntryLog(filepath.Join(dir, "raw"), size, batch, rounds)
+	withLog, err := benchnode.RawZeroedWithEntryLog(filepath.Join(dir, "raw"), size, batch, rawRounds)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	limit := max(raw, zeroed)
 	fmt.Printf("bookie process, %d adds of %d B, %d in flight, fsync on\n", n, size, window)
@@ -145,13 +179,13 @@ func run(strata, dir string, n, size, window int) error {
 	// syncing; the rest it waited for adds.
 	fmt.Printf("  journal: %d group commits, mean %d adds each, %.0f µs write+fsync each, busy %.0f%% of the run\n",
 		j.Batches, batch, j.SyncSeconds*1e6/float64(max(1, j.Batches)), 100*j.SyncSeconds*rate/float64(n))
-	fmt.Printf("raw on the same disk (bookie stopped, page cache synced), %d batches of %d x %d B\n", rounds, batch, size)
+	fmt.Printf("raw on the same disk (bookie stopped, page cache synced), %d batches of %d x %d B\n", rawRounds, batch, size)
 	fmt.Printf("  append + fsync:                 entries/s %.0f   (%.0f µs each)\n", raw, float64(batch)/raw*1e6)
 	fmt.Printf("  overwrite zeroed + fdatasync:   entries/s %.0f   (%.0f µs each)\n", zeroed, float64(batch)/zeroed*1e6)
 	fmt.Printf("  overwrite + entry log alongside: entries/s %.0f   (%.0f µs each; the single-disk bookie's bytes)\n", withLog, float64(batch)/withLog*1e6)
 	fmt.Printf("ratio bookie/raw: %.2f against the faster raw loop (%.2f against append + fsync, %.2f against overwrite + entry log)\n",
 		rate/limit, rate/raw, rate/withLog)
-	return nil
+	return rate / limit, nil
 }
 
 // addLoad sends n adds with at most window in flight and returns adds/s
