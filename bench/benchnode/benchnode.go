@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -44,6 +45,9 @@ func Start(strata string, args []string, profile string) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{Cmd: cmd}
+	started.Lock()
+	started.nodes = append(started.nodes, n)
+	started.Unlock()
 	sc := bufio.NewScanner(out)
 	if !sc.Scan() {
 		n.Stop()
@@ -58,6 +62,22 @@ func Start(strata string, args []string, profile string) (*Node, error) {
 		}
 	}()
 	return n, nil
+}
+
+// started are the nodes Start has run, for KillAll.
+var started struct {
+	sync.Mutex
+	nodes []*Node
+}
+
+// KillAll sends SIGKILL to every node Start has run (for an interrupted
+// benchmark about to remove their data), without waiting.
+func KillAll() {
+	started.Lock()
+	defer started.Unlock()
+	for _, n := range started.nodes {
+		_ = n.Cmd.Process.Kill()
+	}
 }
 
 // Stop sends SIGTERM and waits for the node to exit.

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
@@ -32,31 +33,69 @@ regions:
     ledger: {ensemble: 1, write_quorum: 1, ack_quorum: 1}
 `
 
-func main() {
+func main() { os.Exit(bench()) }
+
+// bench runs the benchmark and returns the exit code: 2 for bad flags, 1
+// for a failed run.
+func bench() int {
 	strata := flag.String("strata", "bin/strata", "the strata binary")
 	n := flag.Int("n", 100000, "adds to send")
 	size := flag.Int("size", 1024, "entry payload size in bytes")
 	window := flag.Int("window", 256, "adds in flight")
-	dir := flag.String("dir", "", "data directory (default: a new temporary one, removed after)")
+	dir := flag.String("dir", "", "data directory (default: a new temporary one in the current directory, removed after, also on SIGINT or SIGTERM)")
 	profile := flag.String("cpuprofile", "", "write CPU profiles of the bookie process (`PREFIX`.bookie; the last round's) and of this client (PREFIX.client)")
 	rounds := flag.Int("rounds", 1, "load-then-raw rounds, each with a fresh bookie data dir; the ratio's median and range are printed at the end")
 	flag.Parse()
-	if *rounds < 1 || *n < 1 || *size < 1 || *window < 1 {
-		fmt.Fprintln(os.Stderr, "bookiebench: -rounds, -n, -size and -window must be positive")
-		os.Exit(2)
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"n", *n}, {"size", *size}, {"window", *window}, {"rounds", *rounds}} {
+		if f.v < 1 {
+			fmt.Fprintf(os.Stderr, "bookiebench: -%s %d: must be positive\n", f.name, f.v)
+			return 2
+		}
+	}
+	if *dir == "" {
+		d, err := os.MkdirTemp(".", "bookiebench-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bookiebench:", err)
+			return 1
+		}
+		defer os.RemoveAll(d)
+		removeOnSignal(d)
+		*dir = d
 	}
 	if *profile != "" {
 		stop, err := profileClient(*profile)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bookiebench:", err)
-			os.Exit(1)
+			return 1
 		}
 		defer stop()
 	}
 	if err := run(*strata, *dir, *n, *size, *window, *rounds); err != nil {
 		fmt.Fprintln(os.Stderr, "bookiebench:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
+}
+
+// removeOnSignal makes SIGINT and SIGTERM kill the nodes started so far
+// and remove dir (the raw loops alone write gigabytes there) before the
+// process exits with status 130.
+func removeOnSignal(dir string) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		fmt.Fprintf(os.Stderr, "bookiebench: %v: removing %s\n", s, dir)
+		benchnode.KillAll()
+		// The killed nodes may still hold the tree for a moment.
+		for i := 0; i < 20 && os.RemoveAll(dir) != nil; i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+		os.Exit(130)
+	}()
 }
 
 // bookieProfile is the CPU profile path passed to the bookie process
@@ -83,14 +122,6 @@ func profileClient(prefix string) (func(), error) {
 }
 
 func run(strata, dir string, n, size, window, rounds int) error {
-	if dir == "" {
-		d, err := os.MkdirTemp(".", "bookiebench-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	}
 	topo := filepath.Join(dir, "bench.yaml")
 	if err := os.WriteFile(topo, []byte(topology), 0o644); err != nil {
 		return err
@@ -146,13 +177,15 @@ func round(strata string, args []string, dir string, n, size, window int) (float
 	}
 	j := view.Journal
 	batch := max(1, int(float64(j.Adds)/float64(max(1, j.Batches))+0.5))
-	// The raw loop gets the disk to itself: the bookie stopped (its last
-	// entry-log flush done) and every dirty page written back, so that
-	// the limit is not measured against the load's leftover writeback.
+	// The raw loops get the disk nearly to themselves: the bookie stopped
+	// (its last entry-log flush done; the meta node's etcd stays up, idle)
+	// and every dirty page written back, so that the limit is not
+	// measured against the load's leftover writeback.
 	k1.Stop()
 	syscall.Sync()
-	// The same number of write+fsync rawRounds the journal did, at its mean
-	// batch size (bounded so the raw runs stay short), two ways:
+	// The same number of write+fsync rounds the journal did, at its mean
+	// batch size, but at most 20,000 (each loop's file then holds at most
+	// 20,000 × batch × size bytes, removed when the loop ends), two ways:
 	// appending with fsync, and overwriting a zero-filled file with
 	// fdatasync, as the journal does. The faster is the limit.
 	rawRounds := int(min(j.Batches, 20000))

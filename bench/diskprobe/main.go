@@ -3,7 +3,9 @@
 // time, several at once from concurrent writers, with pwritev2(RWF_DSYNC),
 // or through O_DIRECT|O_DSYNC. Every write overwrites part of a file that
 // was zero-filled and synced first, so no write allocates blocks or changes
-// the file's size. It prints writes/s, µs per write and MB/s.
+// the file's size. It prints writes/s, the wall time per write (1 ÷
+// writes/s), how long each write took its writer (that times the number of
+// writers) and MB/s.
 //
 //	go run ./bench/diskprobe -mode fdatasync -q 2 -bytes 151552
 //
@@ -15,9 +17,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -27,11 +31,11 @@ import (
 const fileBytes = 64 << 20 // the zero-filled file the writes cycle through
 
 func main() {
-	size := flag.Int("bytes", 148400, "bytes per write (rounded up to 4 KiB for -mode direct)")
+	size := flag.Int("bytes", 151552, "bytes per write (rounded up to 4 KiB for -mode direct)")
 	n := flag.Int("n", 4000, "writes in all")
-	q := flag.Int("q", 1, "concurrent writers, each on its own part of the file")
+	q := flag.Int("q", 1, "concurrent writers; they take the file's -bytes slots in turn, so no two write the same slot at once")
 	mode := flag.String("mode", "fdatasync", "fdatasync: pwrite then fdatasync; dsync: pwritev2 with RWF_DSYNC; direct: pwrite on an O_DIRECT|O_DSYNC descriptor")
-	dir := flag.String("dir", ".", "directory for the probe's file (on the disk to measure; removed after)")
+	dir := flag.String("dir", ".", "directory for the probe's 64 MiB file (on the disk to measure; removed after, also on SIGINT or SIGTERM)")
 	flag.Parse()
 	if err := run(*dir, *mode, *size, *n, *q); err != nil {
 		fmt.Fprintln(os.Stderr, "diskprobe:", err)
@@ -48,8 +52,18 @@ func run(dir, mode string, size, n, q int) error {
 	} else if mode != "fdatasync" && mode != "dsync" {
 		return fmt.Errorf("-mode %q: want fdatasync, dsync or direct", mode)
 	}
+	if fileBytes/size < q {
+		return fmt.Errorf("-q %d writers need at least %d slots of -bytes %d in the %d-byte file", q, q, size, fileBytes)
+	}
 	name := filepath.Join(dir, fmt.Sprintf("diskprobe-%d.tmp", os.Getpid()))
 	defer os.Remove(name)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		os.Remove(name)
+		os.Exit(130)
+	}()
 	if err := zeroFile(name); err != nil {
 		return err
 	}
@@ -107,8 +121,9 @@ func run(dir, mode string, size, n, q int) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	fmt.Printf("mode %s, %d writer(s), %d B per write: %.0f writes/s, %.0f µs per write, %.0f MB/s\n",
-		mode, q, size, float64(n)/elapsed.Seconds(), elapsed.Seconds()*1e6/float64(n),
+	wall := elapsed.Seconds() * 1e6 / float64(n)
+	fmt.Printf("mode %s, %d writer(s), %d B per write: %.0f writes/s, %.0f µs of wall time per write, %.0f µs per write for its writer, %.0f MB/s\n",
+		mode, q, size, float64(n)/elapsed.Seconds(), wall, wall*float64(q),
 		float64(n)*float64(size)/elapsed.Seconds()/1e6)
 	return nil
 }
