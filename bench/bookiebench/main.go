@@ -42,7 +42,7 @@ func bench() int {
 	n := flag.Int("n", 100000, "adds to send")
 	size := flag.Int("size", 1024, "entry payload size in bytes")
 	window := flag.Int("window", 256, "adds in flight")
-	dir := flag.String("dir", "", "data directory (default: a new temporary one in the current directory, removed after, also on SIGINT or SIGTERM)")
+	dir := flag.String("dir", "", "data directory; the last round's bookie data stays in it (default: a new temporary one in the current directory, removed after, also on SIGINT or SIGTERM)")
 	profile := flag.String("cpuprofile", "", "write CPU profiles of the bookie process (`PREFIX`.bookie; the last round's) and of this client (PREFIX.client)")
 	rounds := flag.Int("rounds", 1, "load-then-raw rounds, each with a fresh bookie data dir; the ratio's median and range are printed at the end")
 	flag.Parse()
@@ -143,7 +143,9 @@ func run(strata, dir string, n, size, window, rounds int) error {
 		bookieDir := filepath.Join(dir, fmt.Sprintf("bookie-%d", r))
 		args := slices.Concat(common, []string{"--data-dir", bookieDir, "--id", "k1", "--etcd", metaNode.Report.Etcd, "--join", metaNode.Report.SerfLAN})
 		ratio, err := round(strata, args, dir, n, size, window)
-		os.RemoveAll(bookieDir)
+		if r < rounds {
+			os.RemoveAll(bookieDir) // the last round's data stays for -dir users
+		}
 		if err != nil {
 			return err
 		}
