@@ -33,7 +33,7 @@ const fileBytes = 64 << 20 // the zero-filled file the writes cycle through
 func main() {
 	size := flag.Int("bytes", 151552, "bytes per write (rounded up to 4 KiB for -mode direct)")
 	n := flag.Int("n", 4000, "writes in all")
-	q := flag.Int("q", 1, "concurrent writers; they take the file's -bytes slots in turn, so no two write the same slot at once")
+	q := flag.Int("q", 1, "concurrent writers; they take the file's -bytes-sized slots in turn (there must be at least one slot per writer)")
 	mode := flag.String("mode", "fdatasync", "fdatasync: pwrite then fdatasync; dsync: pwritev2 with RWF_DSYNC; direct: pwrite on an O_DIRECT|O_DSYNC descriptor")
 	dir := flag.String("dir", ".", "directory for the probe's 64 MiB file (on the disk to measure; removed after, also on SIGINT or SIGTERM)")
 	flag.Parse()
