@@ -33,13 +33,53 @@ regions:
     ledger: {ensemble: 1, write_quorum: 1, ack_quorum: 1}
 `
 
+// bookieJournalDirRegion is bookieRegion with explicit nodes and the
+// bookie's journal in a directory of its own (%s), outside its data dir.
+const bookieJournalDirRegion = `mesh: e2e-bookie
+regions:
+  - name: solo
+    ledger: {ensemble: 1, write_quorum: 1, ack_quorum: 1}
+    nodes:
+      - {id: meta, role: meta, host: 127.0.0.1}
+      - {id: b1, role: broker, host: 127.0.0.1}
+      - {id: k1, role: bookie, host: 127.0.0.1, journal_dir: %s}
+`
+
 // TestBookieCrashKeepsAckedEntries runs a real bookie process, sends
 // 10,000 pipelined adds over gRPC, SIGKILLs the bookie mid-stream, restarts
 // it on the same data directory, and reads every acknowledged entry back
 // byte for byte (the bookie verifies each entry's CRC32C on read).
 func TestBookieCrashKeepsAckedEntries(t *testing.T) {
 	dir := t.TempDir()
-	topo := writeTopology(t, dir, "bookie.yaml", bookieRegion)
+	bookieCrashKeepsAckedEntries(t, dir, writeTopology(t, dir, "bookie.yaml", bookieRegion))
+}
+
+// TestBookieJournalDirCrashKeepsAckedEntries is the same with the
+// topology's journal_dir: the journal lives there, not under the data
+// directory, and replay after the SIGKILL reads it from there.
+func TestBookieJournalDirCrashKeepsAckedEntries(t *testing.T) {
+	dir := t.TempDir()
+	journal := filepath.Join(dir, "fast-disk", "k1-journal")
+	bookieCrashKeepsAckedEntries(t, dir, writeTopology(t, dir, "bookie.yaml", fmt.Sprintf(bookieJournalDirRegion, journal)))
+	names, err := os.ReadDir(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jnl := 0
+	for _, e := range names {
+		if filepath.Ext(e.Name()) == ".jnl" {
+			jnl++
+		}
+	}
+	if jnl == 0 {
+		t.Fatalf("no journal files in journal_dir %s: %v", journal, names)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "solo", "k1", "journal")); err == nil {
+		t.Fatal("the bookie's data directory has a journal/ too")
+	}
+}
+
+func bookieCrashKeepsAckedEntries(t *testing.T, dir, topo string) {
 	dataDir := filepath.Join(dir, "data")
 	common := []string{"--topology", topo, "--region", "solo", "--data-dir", dataDir, "--gossip", "loopback", "--log-level", "warn"}
 	metaNode := startNodeProcess(t, filepath.Join(dir, "meta.log"), append(common, "--id", "meta")...)

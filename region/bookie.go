@@ -78,6 +78,7 @@ func (n *Node) runBookie(ctx context.Context, dir string, port int) (*bookie.Boo
 		OpenStorage: func(context.Context) (storage.Storage, error) {
 			sc := storage.DefaultConfig()
 			sc.Dir = dir
+			sc.JournalDir = n.spec.JournalDir
 			sc.Logger = n.logger.With("component", "storage")
 			// No idle wait: under load the fsync in progress is the
 			// batching window; a lone add is fsynced at once. Measured

@@ -138,6 +138,12 @@ type Node struct {
 	ClientPort  int    `yaml:"client_port"` // meta: etcd client port
 	PeerPort    int    `yaml:"peer_port"`   // meta: etcd peer port
 	DataDir     string `yaml:"data_dir"`
+	// JournalDir (bookies only) puts the bookie's journal on its own
+	// device, as BookKeeper's journalDirectories do: every add waits for
+	// a journal fsync, and on a disk shared with the entry logs each one
+	// also flushes their writes. Default: the journal/ directory inside
+	// the node's data directory.
+	JournalDir string `yaml:"journal_dir"`
 }
 
 // Metadata is a region's metadata store: embedded etcd run by strata, or

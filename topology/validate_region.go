@@ -103,6 +103,9 @@ func (r *report) checkNodes(p string, rg *Region) {
 		if n.Host == "" {
 			r.missing(field(ep, "host"))
 		}
+		if n.JournalDir != "" && n.Role != RoleBookie && n.Role != "" {
+			r.errorf(field(ep, "journal_dir"), "a %s node has no journal; journal_dir is for bookie nodes", n.Role)
+		}
 		for _, pf := range nodePorts(n) {
 			if pf.port < 0 || pf.port > 65535 {
 				r.errorf(field(ep, pf.key), "%d is not a port (0..65535)", pf.port)

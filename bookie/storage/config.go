@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	"github.com/stratamesh/strata/internal/vfs"
@@ -15,6 +16,14 @@ type Config struct {
 	// Dir is the data directory. The engine keeps journal/, logs/ and
 	// index/ under it and creates them on first start. Required.
 	Dir string
+	// JournalDir is the journal's directory. Default: Dir/journal. Put it
+	// on a device of its own (BookKeeper's journalDirectories): every add
+	// waits for the journal's fsync, and on a shared disk each of those
+	// also flushes what the entry logs and the index wrote since the last
+	// one (docs/perf.md). It is tied to Dir by an owner id in both; Open
+	// refuses a journal directory that belongs to another data directory
+	// (ErrForeignJournal).
+	JournalDir string
 	// FS is the file system holding Dir. Default: vfs.Default (the OS).
 	// Tests pass a vfs.MemFS (crashes) or a vfs.ErrorFS (faults).
 	FS vfs.FS
@@ -175,6 +184,14 @@ func (c Config) Validate() error {
 		bad("IndexMemTableBytes %d must be in [1 MiB, 1 GiB]", c.IndexMemTableBytes)
 	}
 	return errors.Join(errs...)
+}
+
+// journalDir is JournalDir or its default.
+func (c Config) journalDir() string {
+	if c.JournalDir != "" {
+		return c.JournalDir
+	}
+	return filepath.Join(c.Dir, journalDir)
 }
 
 // withDefaults fills the optional fields left nil.

@@ -77,11 +77,13 @@ type testHooks struct {
 	afterCompactIndex func() // compaction: index updated, old logs not yet removed
 }
 
-// Open opens (creating if needed) the engine in cfg.Dir: it loads the
-// index, replays the journal from the last checkpoint (truncating a torn
+// Open opens (creating if needed) the engine in cfg.Dir (and
+// cfg.JournalDir): it loads the index, checks that the journal directory
+// is this data directory's, replays the journal from the last checkpoint (truncating a torn
 // tail), writes what it replayed to an entry log and starts the journal,
 // flusher and compactor. Errors: an invalid Config (every problem), I/O
-// errors, and ErrCorrupt (wrapped) for damage that is not a torn tail.
+// errors, ErrForeignJournal (wrapped) when the journal directory is
+// another's, and ErrCorrupt (wrapped) for damage that is not a torn tail.
 func Open(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -91,7 +93,7 @@ func Open(cfg Config) (*Engine, error) {
 		cfg:        cfg,
 		log:        cfg.Logger,
 		clock:      cfg.Clock,
-		journalDir: filepath.Join(cfg.Dir, journalDir),
+		journalDir: cfg.journalDir(),
 		logDir:     filepath.Join(cfg.Dir, logsDir),
 		closing:    make(chan struct{}),
 		flushKick:  make(chan struct{}, 1),
@@ -134,6 +136,9 @@ func (e *Engine) load() error {
 	}
 	e.ledgers = ledgers
 	e.logs = &logSet{fs: e.cfg.FS, dir: e.logDir, log: e.log, files: map[uint64]*logFile{}, meta: metas}
+	if err := e.checkJournalOwner(); err != nil {
+		return err
+	}
 	if err := e.removeOrphanLogs(); err != nil {
 		return err
 	}
