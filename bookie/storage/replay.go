@@ -30,7 +30,8 @@ func (e *Engine) replay(cp Pos) (last, seq uint64, err error) {
 	last = max(last, cp.File)
 	slices.Sort(ids)
 	if cp.Off > 0 && (len(ids) == 0 || ids[0] != cp.File) {
-		return 0, 0, fmt.Errorf("%w: journal file %016x holding the checkpoint is missing", ErrCorrupt, cp.File)
+		return 0, 0, fmt.Errorf("%w: journal file %016x holding the checkpoint is missing from %s (a replaced or emptied journal directory: acknowledged entries not yet in an entry log are gone)",
+			ErrCorrupt, cp.File, e.journalDir)
 	}
 	a := &applier{ledgers: e.ledgers, cache: &e.cache, indexed: e.indexedPayload, gone: map[int64]bool{}}
 	for i, id := range ids {
