@@ -68,7 +68,7 @@ func decideOwner(s ownerState) (ownerAction, error) {
 		return ownerAdoptIndex, nil
 	default:
 		if s.indexFresh && s.journalFiles {
-			return 0, fmt.Errorf("%w: it holds the journal of owner %s, and this data directory is new", ErrForeignJournal, s.file)
+			return 0, fmt.Errorf("%w: it holds the journal of owner %s, and this data directory is new; if both are meant to start empty (as after `strata up --fresh`, which wipes only the mesh's data directory), empty the journal directory too", ErrForeignJournal, s.file)
 		}
 		return ownerAdoptFile, nil
 	}
