@@ -57,6 +57,9 @@ func decideOwner(s ownerState) (ownerAction, error) {
 		}
 		return 0, fmt.Errorf("%w: its owner id %s is not this data directory's %s", ErrForeignJournal, s.file, s.index)
 	case s.index == nil && s.file == nil:
+		if s.indexFresh && s.journalFiles {
+			return 0, fmt.Errorf("%w: it holds journal files without an owner id, and this data directory is new (its index is gone?)", ErrForeignJournal)
+		}
 		return ownerCreate, nil // a new bookie, or an index written before owner ids
 	case s.index != nil:
 		if s.journalFiles {

@@ -20,6 +20,7 @@ func TestDecideOwner(t *testing.T) {
 		{"another data dir's journal", ownerState{index: a, file: b, journalFiles: true}, 0, true},
 		{"new bookie", ownerState{indexFresh: true}, ownerCreate, false},
 		{"index from before owner ids", ownerState{journalFiles: true}, ownerCreate, false},
+		{"new data dir, a journal from before owner ids", ownerState{indexFresh: true, journalFiles: true}, 0, true},
 		{"crash after the file, before the index, on upgrade", ownerState{file: a, journalFiles: true}, ownerAdoptFile, false},
 		{"crash after the file, before the index, new bookie", ownerState{file: a, indexFresh: true}, ownerAdoptFile, false},
 		{"new data dir, another's journal", ownerState{file: a, indexFresh: true, journalFiles: true}, 0, true},
