@@ -79,9 +79,9 @@ type testHooks struct {
 
 // Open opens (creating if needed) the engine in cfg.Dir (and
 // cfg.JournalDir): it loads the index, checks that the journal directory
-// is this data directory's, replays the journal from the last checkpoint (truncating a torn
-// tail), writes what it replayed to an entry log and starts the journal,
-// flusher and compactor. Errors: an invalid Config (every problem), I/O
+// is this data directory's, replays the journal from the last checkpoint
+// (truncating a torn tail), writes what it replayed to an entry log and
+// starts the journal, flusher and compactor. Errors: an invalid Config (every problem), I/O
 // errors, ErrForeignJournal (wrapped) when the journal directory is
 // another's, and ErrCorrupt (wrapped) for damage that is not a torn tail.
 func Open(cfg Config) (*Engine, error) {
