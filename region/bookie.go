@@ -43,6 +43,12 @@ type JournalStats struct {
 	Adds        int64   `json:"adds"`
 	Bytes       int64   `json:"bytes"`
 	SyncSeconds float64 `json:"sync_seconds"`
+	// Rotations counts the journal files filled and closed; Recycled, the
+	// new journal files made from a spare; ZeroedBytes, the bytes written
+	// as zeros ahead of the writer in files that were not recycled.
+	Rotations   int64 `json:"rotations"`
+	Recycled    int64 `json:"recycled"`
+	ZeroedBytes int64 `json:"zeroed_bytes"`
 }
 
 // startBookie runs the bookie role: cookie, storage engine (under the
@@ -100,7 +106,8 @@ func (n *Node) localBookie() BookieView {
 	st := n.engine.Stats()
 	return BookieView{ID: i.BookieID, Instance: i.Instance, Address: i.Address, ReadOnly: i.ReadOnly,
 		UsedBytes: i.UsedBytes, FreeBytes: i.FreeBytes, TotalBytes: i.TotalBytes, Ledgers: i.NumLedgers,
-		Journal: &JournalStats{Batches: st.JournalBatches, Adds: st.JournalAdds, Bytes: st.JournalBytes, SyncSeconds: st.JournalSyncTime.Seconds()}}
+		Journal: &JournalStats{Batches: st.JournalBatches, Adds: st.JournalAdds, Bytes: st.JournalBytes, SyncSeconds: st.JournalSyncTime.Seconds(),
+			Rotations: st.JournalRotations, Recycled: st.JournalRecycled, ZeroedBytes: st.JournalZeroed}}
 }
 
 // metadataTimeout bounds an admin request's wait for the region's etcd.

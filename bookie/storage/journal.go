@@ -73,6 +73,8 @@ type journalStats struct {
 	bytes     atomic.Int64
 	syncNanos atomic.Int64
 	rotations atomic.Int64
+	recycled  atomic.Int64 // journal files made from a spare
+	zeroed    atomic.Int64 // bytes the reserve zero-filled ahead of the writer
 }
 
 // journal is the write-ahead log. Submitters (holding the engine lock,
@@ -162,6 +164,7 @@ func startJournal(cfg journalConfig, fileID, seq uint64, onDurable func([]*op, P
 	j.f, j.fileID, j.off = f, fileID, fileHeaderSize
 	if cfg.prealloc > 0 && !cfg.noSync {
 		j.res = startReserve(f, size, cfg.prealloc, cfg.maxFileSize, cfg.log)
+		j.res.zeroed = &j.stats.zeroed
 	}
 	ackerDone := make(chan struct{})
 	go j.runAcker(ackerDone)
@@ -185,6 +188,7 @@ func (j *journal) createFile(id uint64) (vfs.File, int64, error) {
 	if spare := j.takeSpare(); spare != "" {
 		f, size, err := j.recycle(spare, id)
 		if err == nil {
+			j.stats.recycled.Add(1)
 			return f, size, nil
 		}
 		j.cfg.log.Warn("journal: cannot recycle a spare file; creating a new one", "spare", spare, "err", err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/stratamesh/strata/internal/vfs"
 )
@@ -30,6 +31,7 @@ import (
 type reserve struct {
 	chunk, limit int64
 	log          *slog.Logger
+	zeroed       *atomic.Int64 // if set, counts the bytes filled
 
 	mu     sync.Mutex
 	cond   sync.Cond // broadcast when ready, busy, want or closed change
@@ -80,6 +82,9 @@ func (r *reserve) fill() {
 			r.log.Warn("journal: zero-filling ahead failed; batches are appended", "offset", from, "err", err)
 		} else {
 			r.ready = from + n // claim and exclusive wait while busy
+			if r.zeroed != nil {
+				r.zeroed.Add(n)
+			}
 		}
 		r.cond.Broadcast()
 	}

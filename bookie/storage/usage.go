@@ -67,6 +67,8 @@ type Stats struct {
 	JournalBytes     int64         // bytes written to the journal
 	JournalSyncTime  time.Duration // time in journal write+fsync
 	JournalRotations int64
+	JournalRecycled  int64 // journal files made from a spare (no zero-filling needed)
+	JournalZeroed    int64 // bytes zero-filled ahead of the journal writer (new files only)
 	Flushes          int64 // write-cache flushes that wrote something
 	FlushedEntries   int64
 	Compaction       CompactStats // summed over every compaction
@@ -92,6 +94,8 @@ func (e *Engine) Stats() Stats {
 		JournalBytes:     js.bytes.Load(),
 		JournalSyncTime:  time.Duration(js.syncNanos.Load()),
 		JournalRotations: js.rotations.Load(),
+		JournalRecycled:  js.recycled.Load(),
+		JournalZeroed:    js.zeroed.Load(),
 		Flushes:          e.flushes.Load(),
 		FlushedEntries:   e.flushedEntries.Load(),
 	}
