@@ -462,3 +462,61 @@ func TestAddBatch(t *testing.T) {
 		t.Fatalf("refused entry: %v", err)
 	}
 }
+
+// TestReadOnlyJournalDirFull: with the journal on a file system of its
+// own (Config.JournalDir), that file system passing the threshold turns
+// the bookie read-only too; with the journal under the data directory
+// only the data directory's file system is asked.
+func TestReadOnlyJournalDirFull(t *testing.T) {
+	var mu sync.Mutex
+	used := map[string]float64{}
+	asked := map[string]int{}
+	space := func(dir string) (vfs.DiskSpace, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked[dir]++
+		return vfs.DiskSpace{Total: 1000, Free: int64(1000 * (1 - used[dir]))}, nil
+	}
+	setUsed := func(dir string, f float64) {
+		mu.Lock()
+		defer mu.Unlock()
+		used[dir] = f
+	}
+
+	cfg := testConfig(vfs.NewMem())
+	cfg.JournalDir = "/journal-device/j"
+	cfg.DiskSpace = space
+	e := open(t, cfg)
+	mustAdd(t, e, addReq(1, 0))
+	setUsed(cfg.JournalDir, 0.97)
+	if !e.Usage().ReadOnly {
+		t.Fatal("journal file system 97% full: not read-only")
+	}
+	wantErr(t, "add with the journal's file system full", add(t, e, addReq(1, 1)), ErrReadOnly)
+	checkEntry(t, e, 1, 0)
+	setUsed(cfg.JournalDir, 0.5)
+	setUsed(cfg.Dir, 0.97)
+	if !e.Usage().ReadOnly {
+		t.Fatal("data file system 97% full: not read-only")
+	}
+	setUsed(cfg.Dir, 0.5)
+	if e.Usage().ReadOnly {
+		t.Fatal("both file systems half full: still read-only")
+	}
+	mustAdd(t, e, addReq(1, 1))
+
+	// The default journal directory (under Dir) is not asked separately.
+	mu.Lock()
+	clear(asked)
+	mu.Unlock()
+	cfg2 := testConfig(vfs.NewMem())
+	cfg2.Dir = "/data2" // e still holds testDir's index lock
+	cfg2.DiskSpace = space
+	e2 := open(t, cfg2)
+	e2.Usage()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 || asked[cfg2.Dir] == 0 {
+		t.Fatalf("directories asked for their usage: %v, want only %s", asked, cfg2.Dir)
+	}
+}

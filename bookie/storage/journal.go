@@ -163,8 +163,7 @@ func startJournal(cfg journalConfig, fileID, seq uint64, onDurable func([]*op, P
 	}
 	j.f, j.fileID, j.off = f, fileID, fileHeaderSize
 	if cfg.prealloc > 0 && !cfg.noSync {
-		j.res = startReserve(f, size, cfg.prealloc, cfg.maxFileSize, cfg.log)
-		j.res.zeroed = &j.stats.zeroed
+		j.res = startReserve(f, size, cfg.prealloc, cfg.maxFileSize, cfg.log, &j.stats.zeroed)
 	}
 	ackerDone := make(chan struct{})
 	go j.runAcker(ackerDone)

@@ -49,9 +49,9 @@ var zeros = make([]byte, 256<<10)
 
 // startReserve starts filling f from off (the end of its header, or of a
 // recycled file's old data) in chunks of chunk bytes, never past limit
-// bytes.
-func startReserve(f vfs.File, off, chunk, limit int64, log *slog.Logger) *reserve {
-	r := &reserve{chunk: chunk, limit: limit, log: log, f: f, ready: off, want: off, done: make(chan struct{})}
+// bytes, adding the bytes filled to zeroed (if not nil).
+func startReserve(f vfs.File, off, chunk, limit int64, log *slog.Logger, zeroed *atomic.Int64) *reserve {
+	r := &reserve{chunk: chunk, limit: limit, log: log, zeroed: zeroed, f: f, ready: off, want: off, done: make(chan struct{})}
 	r.cond.L = &r.mu
 	go r.fill()
 	return r

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -13,18 +14,37 @@ func (e *Engine) readOnly() bool { return e.readOnlyDisk.Load() || e.readOnlyAdm
 // the disk-usage check applies independently.
 func (e *Engine) SetReadOnly(ro bool) { e.readOnlyAdmin.Store(ro) }
 
-// checkDisk re-reads the disk's usage and updates the read-only state.
+// checkDisk re-reads the usage of the data directory's file system and,
+// when the journal lives elsewhere (Config.JournalDir), of the journal's,
+// and updates the read-only state: either one past ReadOnlyThreshold
+// turns the bookie read-only (BookKeeper watches its journal and ledger
+// directories alike). A failed check leaves the state as it was.
 func (e *Engine) checkDisk() {
-	ds, err := e.cfg.DiskSpace(e.cfg.Dir)
-	if err != nil {
-		e.log.Warn("disk space check failed", "err", err)
-		return
+	worst, frac := "", -1.0 // the fullest file system's directory
+	for _, dir := range e.watchedDirs() {
+		ds, err := e.cfg.DiskSpace(dir)
+		if err != nil {
+			e.log.Warn("disk space check failed", "dir", dir, "err", err)
+			return
+		}
+		if f := ds.UsedFraction(); f > frac {
+			worst, frac = dir, f
+		}
 	}
-	ro := ds.UsedFraction() > e.cfg.ReadOnlyThreshold
+	ro := frac > e.cfg.ReadOnlyThreshold
 	if e.readOnlyDisk.Swap(ro) != ro {
-		e.log.Warn("disk usage threshold crossed", "read_only", ro, "used_fraction", ds.UsedFraction(),
+		e.log.Warn("disk usage threshold crossed", "read_only", ro, "dir", worst, "used_fraction", frac,
 			"threshold", e.cfg.ReadOnlyThreshold)
 	}
+}
+
+// watchedDirs are the directories whose file systems checkDisk watches:
+// the data directory, and the journal directory when it is not under it.
+func (e *Engine) watchedDirs() []string {
+	if rel, err := filepath.Rel(e.cfg.Dir, e.journalDir); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		return []string{e.cfg.Dir}
+	}
+	return []string{e.cfg.Dir, e.journalDir}
 }
 
 // Usage implements Storage. It re-checks the disk, so the read-only
