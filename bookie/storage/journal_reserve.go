@@ -122,7 +122,12 @@ func (r *reserve) claim(end int64) (inReserve bool) {
 	}
 	inReserve = end <= r.ready
 	r.ready = max(r.ready, end)
-	r.cond.Broadcast()
+	// Wake the filler only when it has work: on every batch it would be
+	// made runnable just as the writer enters its write+fsync, and be a
+	// thread wake-up (and a P taken from the syscall) for nothing.
+	if r.low() {
+		r.cond.Broadcast()
+	}
 	return inReserve
 }
 
