@@ -27,6 +27,12 @@ type BookieView struct {
 	FreeBytes  int64  `json:"free_bytes"`
 	TotalBytes int64  `json:"total_bytes"`
 	Ledgers    int    `json:"ledgers"`
+	// JournalDir is the journal's directory when it lies outside the
+	// data directory (topology journal_dir), with the free and total
+	// bytes of its file system (own view only).
+	JournalDir        string `json:"journal_dir,omitempty"`
+	JournalFreeBytes  int64  `json:"journal_free_bytes,omitempty"`
+	JournalTotalBytes int64  `json:"journal_total_bytes,omitempty"`
 	// Registered is true in the region-wide list, which comes from the
 	// registrations in etcd; absent from a bookie's own view.
 	Registered bool `json:"registered,omitempty"`
@@ -104,8 +110,10 @@ func (n *Node) runBookie(ctx context.Context, dir string, port int) (*bookie.Boo
 func (n *Node) localBookie() BookieView {
 	i := n.bookie.Info()
 	st := n.engine.Stats()
+	u := n.engine.Usage()
 	return BookieView{ID: i.BookieID, Instance: i.Instance, Address: i.Address, ReadOnly: i.ReadOnly,
 		UsedBytes: i.UsedBytes, FreeBytes: i.FreeBytes, TotalBytes: i.TotalBytes, Ledgers: i.NumLedgers,
+		JournalDir: u.JournalDir, JournalFreeBytes: u.JournalFreeBytes, JournalTotalBytes: u.JournalTotalBytes,
 		Journal: &JournalStats{Batches: st.JournalBatches, Adds: st.JournalAdds, Bytes: st.JournalBytes, SyncSeconds: st.JournalSyncTime.Seconds(),
 			Rotations: st.JournalRotations, Recycled: st.JournalRecycled, ZeroedBytes: st.JournalZeroed}}
 }

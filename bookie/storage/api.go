@@ -85,6 +85,12 @@ type Usage struct {
 	FreeBytes  int64 // free bytes on the data directory's filesystem
 	TotalBytes int64
 	ReadOnly   bool
+	// JournalDir is set when the journal lives outside the data
+	// directory (Config.JournalDir), with the free and total bytes of
+	// its file system; empty (and both zero) otherwise.
+	JournalDir        string
+	JournalFreeBytes  int64
+	JournalTotalBytes int64
 }
 
 // Storage is what the bookie service needs from the engine. *Engine

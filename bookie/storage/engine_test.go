@@ -489,8 +489,8 @@ func TestReadOnlyJournalDirFull(t *testing.T) {
 	e := open(t, cfg)
 	mustAdd(t, e, addReq(1, 0))
 	setUsed(cfg.JournalDir, 0.97)
-	if !e.Usage().ReadOnly {
-		t.Fatal("journal file system 97% full: not read-only")
+	if u := e.Usage(); !u.ReadOnly || u.JournalDir != cfg.JournalDir || u.JournalFreeBytes != 30 || u.JournalTotalBytes != 1000 {
+		t.Fatalf("journal file system 97%% full: usage %+v, want read-only and the journal's 30 of 1000 bytes free", u)
 	}
 	wantErr(t, "add with the journal's file system full", add(t, e, addReq(1, 1)), ErrReadOnly)
 	checkEntry(t, e, 1, 0)
@@ -513,7 +513,9 @@ func TestReadOnlyJournalDirFull(t *testing.T) {
 	cfg2.Dir = "/data2" // e still holds testDir's index lock
 	cfg2.DiskSpace = space
 	e2 := open(t, cfg2)
-	e2.Usage()
+	if u := e2.Usage(); u.JournalDir != "" || u.JournalFreeBytes != 0 || u.JournalTotalBytes != 0 {
+		t.Fatalf("journal under the data dir: usage %+v names a journal file system", u)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(asked) != 1 || asked[cfg2.Dir] == 0 {

@@ -54,6 +54,12 @@ func (e *Engine) Usage() Usage {
 	if ds, err := e.cfg.DiskSpace(e.cfg.Dir); err == nil {
 		u.FreeBytes, u.TotalBytes = ds.Free, ds.Total
 	}
+	if dirs := e.watchedDirs(); len(dirs) > 1 {
+		u.JournalDir = e.journalDir
+		if ds, err := e.cfg.DiskSpace(e.journalDir); err == nil {
+			u.JournalFreeBytes, u.JournalTotalBytes = ds.Free, ds.Total
+		}
+	}
 	e.checkDisk()
 	u.ReadOnly = e.readOnly()
 	u.UsedBytes = e.dirBytes(e.journalDir) + e.dirBytes(e.logDir)

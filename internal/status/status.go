@@ -392,7 +392,11 @@ func detail(n meshfile.Node) string {
 	if b.ReadOnly {
 		ro = " READ-ONLY"
 	}
-	return fmt.Sprintf("instance %s, %d ledgers, %s used, %s free%s", inst, b.Ledgers, BytesText(b.UsedBytes), BytesText(b.FreeBytes), ro)
+	journal := ""
+	if b.JournalDir != "" {
+		journal = fmt.Sprintf(", journal %s %s free", b.JournalDir, BytesText(b.JournalFreeBytes))
+	}
+	return fmt.Sprintf("instance %s, %d ledgers, %s used, %s free%s%s", inst, b.Ledgers, BytesText(b.UsedBytes), BytesText(b.FreeBytes), journal, ro)
 }
 
 // replicationText is one remote's replication in the detail column, e.g.

@@ -57,3 +57,25 @@ func TestAllAlive(t *testing.T) {
 		t.Fatal("AllAlive = true with a suspect node")
 	}
 }
+
+func TestDetailBookie(t *testing.T) {
+	base := meshfile.BookieState{Instance: "0123456789abcdef", Ledgers: 3, UsedBytes: 2 << 20, FreeBytes: 5 << 30}
+	withJournal := base
+	withJournal.JournalDir, withJournal.JournalFreeBytes = "/mnt/nvme/k1", 1<<30
+	readOnly := withJournal
+	readOnly.ReadOnly = true
+	for _, tc := range []struct {
+		name string
+		b    meshfile.BookieState
+		want string
+	}{
+		{"journal under the data dir", base, "instance 01234567, 3 ledgers, 2.0 MiB used, 5.0 GiB free"},
+		{"journal_dir elsewhere", withJournal, "instance 01234567, 3 ledgers, 2.0 MiB used, 5.0 GiB free, journal /mnt/nvme/k1 1.0 GiB free"},
+		{"read-only", readOnly, "instance 01234567, 3 ledgers, 2.0 MiB used, 5.0 GiB free, journal /mnt/nvme/k1 1.0 GiB free READ-ONLY"},
+	} {
+		b := tc.b
+		if got := detail(meshfile.Node{Role: "bookie", Bookie: &b}); got != tc.want {
+			t.Errorf("%s: detail %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
