@@ -286,6 +286,7 @@ func (s *Server) LocalInfo(withLedgers bool) Info {
 		BookieID: s.cfg.BookieID, Instance: s.cfg.Instance, Address: s.cfg.Address,
 		ReadOnly:  u.ReadOnly,
 		UsedBytes: u.UsedBytes, FreeBytes: u.FreeBytes, TotalBytes: u.TotalBytes,
+		JournalDir: u.JournalDir, JournalFreeBytes: u.JournalFreeBytes, JournalTotalBytes: u.JournalTotalBytes,
 		NumLedgers: len(ls),
 	}
 	if withLedgers {
@@ -303,7 +304,13 @@ type Info struct {
 	UsedBytes  int64
 	FreeBytes  int64
 	TotalBytes int64
-	NumLedgers int
+	// The configured journal directory and its file system's free and
+	// total bytes (storage.Usage). Local only: LocalInfo sets them, the
+	// Info RPC does not carry them.
+	JournalDir        string
+	JournalFreeBytes  int64
+	JournalTotalBytes int64
+	NumLedgers        int
 	// Ledgers is set only when asked for, sorted by id.
 	Ledgers []storage.LedgerInfo
 }

@@ -66,7 +66,9 @@ func TestBookieJournalDirCrashKeepsAckedEntries(t *testing.T) {
 	// The bookie's admin view (what `strata status` shows) names the
 	// journal's directory and its file system's free space.
 	var view region.BookieView
-	if err := adminclient.Get(context.Background(), nil, admin, "/admin/v1/bookie", &view); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := adminclient.Get(ctx, nil, admin, "/admin/v1/bookie", &view); err != nil {
 		t.Fatal(err)
 	}
 	if view.JournalDir != journal || view.JournalFreeBytes <= 0 || view.JournalTotalBytes < view.JournalFreeBytes {
@@ -99,7 +101,8 @@ func bookieCrashKeepsAckedEntries(t *testing.T, dir, topo string) (admin string)
 	bookieArgs := append(common, "--id", "k1", "--etcd", metaNode.report.Etcd, "--join", metaNode.report.SerfLAN)
 	k1 := startNodeProcess(t, filepath.Join(dir, "k1.log"), bookieArgs...)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	n := scale(10000) // acked before the kill
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n/10000)*2*time.Minute)
 	defer cancel()
 	c, err := bookie.Dial(ctx, k1.report.GRPC, bookie.DialOptions{})
 	if err != nil {
@@ -113,7 +116,6 @@ func bookieCrashKeepsAckedEntries(t *testing.T, dir, topo string) (admin string)
 	const ledger = 42
 	key := []byte("master-key")
 	payload := func(e int64) []byte { return bytes.Repeat([]byte(fmt.Sprintf("entry-%08d|", e)), 8) }
-	n := scale(10000) // acked before the kill
 	var mu sync.Mutex
 	acked := map[int64]bool{}
 	ackedCount := func() int {
@@ -143,7 +145,7 @@ func bookieCrashKeepsAckedEntries(t *testing.T, dir, topo string) (admin string)
 	}()
 	// SIGKILL once n adds are acknowledged, the sender still sending: the
 	// kill lands with adds in flight.
-	testutil.Eventually(t, "adds acknowledged", 60*time.Second, func() bool { return ackedCount() >= n })
+	testutil.Eventually(t, "adds acknowledged", time.Duration(n/10000)*time.Minute, func() bool { return ackedCount() >= n })
 	k1.kill()
 	<-sent
 	_ = stream.Close(ctx)

@@ -27,9 +27,9 @@ type BookieView struct {
 	FreeBytes  int64  `json:"free_bytes"`
 	TotalBytes int64  `json:"total_bytes"`
 	Ledgers    int    `json:"ledgers"`
-	// JournalDir is the journal's directory when it lies outside the
-	// data directory (topology journal_dir), with the free and total
-	// bytes of its file system (own view only).
+	// JournalDir is the journal's directory when the topology names one
+	// (journal_dir), with the free and total bytes of its file system
+	// (both absent when that check failed; own view only).
 	JournalDir        string `json:"journal_dir,omitempty"`
 	JournalFreeBytes  int64  `json:"journal_free_bytes,omitempty"`
 	JournalTotalBytes int64  `json:"journal_total_bytes,omitempty"`
@@ -51,7 +51,8 @@ type JournalStats struct {
 	SyncSeconds float64 `json:"sync_seconds"`
 	// Rotations counts the journal files filled and closed; Recycled, the
 	// new journal files made from a spare; ZeroedBytes, the bytes written
-	// as zeros ahead of the writer in files that were not recycled.
+	// as zeros ahead of the writer: new files, and recycled ones past
+	// their old size.
 	Rotations   int64 `json:"rotations"`
 	Recycled    int64 `json:"recycled"`
 	ZeroedBytes int64 `json:"zeroed_bytes"`
@@ -110,10 +111,9 @@ func (n *Node) runBookie(ctx context.Context, dir string, port int) (*bookie.Boo
 func (n *Node) localBookie() BookieView {
 	i := n.bookie.Info()
 	st := n.engine.Stats()
-	u := n.engine.Usage()
 	return BookieView{ID: i.BookieID, Instance: i.Instance, Address: i.Address, ReadOnly: i.ReadOnly,
 		UsedBytes: i.UsedBytes, FreeBytes: i.FreeBytes, TotalBytes: i.TotalBytes, Ledgers: i.NumLedgers,
-		JournalDir: u.JournalDir, JournalFreeBytes: u.JournalFreeBytes, JournalTotalBytes: u.JournalTotalBytes,
+		JournalDir: i.JournalDir, JournalFreeBytes: i.JournalFreeBytes, JournalTotalBytes: i.JournalTotalBytes,
 		Journal: &JournalStats{Batches: st.JournalBatches, Adds: st.JournalAdds, Bytes: st.JournalBytes, SyncSeconds: st.JournalSyncTime.Seconds(),
 			Rotations: st.JournalRotations, Recycled: st.JournalRecycled, ZeroedBytes: st.JournalZeroed}}
 }

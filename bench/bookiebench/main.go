@@ -216,7 +216,8 @@ func round(strata string, args []string, dir string, n, size, window int) (float
 		j.Batches, batch, j.SyncSeconds*1e6/float64(max(1, j.Batches)), 100*j.SyncSeconds*rate/float64(n))
 	// A fresh bookie has no spare journal files: until purged files are
 	// recycled, each new file is zero-filled (and synced) ahead of the
-	// writer, which the raw overwrite loop does before its clock starts.
+	// writer (a recycled one only past its old size), which the raw
+	// overwrite loop does before its clock starts.
 	fmt.Printf("  journal files: %d rotations, %d made from spares, %.0f MiB zero-filled ahead of the writer (journal wrote %.0f MiB)\n",
 		j.Rotations, j.Recycled, float64(j.ZeroedBytes)/(1<<20), float64(j.Bytes)/(1<<20))
 	fmt.Printf("raw on the same disk (bookie stopped, page cache synced), %d batches of %d x %d B\n", rawRounds, batch, size)

@@ -85,9 +85,9 @@ type Usage struct {
 	FreeBytes  int64 // free bytes on the data directory's filesystem
 	TotalBytes int64
 	ReadOnly   bool
-	// JournalDir is set when the journal lives outside the data
-	// directory (Config.JournalDir), with the free and total bytes of
-	// its file system; empty (and both zero) otherwise.
+	// JournalDir is set when Config.JournalDir names the journal's
+	// directory, with the free and total bytes of its file system (both
+	// zero when that check failed); empty otherwise.
 	JournalDir        string
 	JournalFreeBytes  int64
 	JournalTotalBytes int64

@@ -87,10 +87,9 @@ type Config struct {
 	CompactInterval time.Duration
 
 	// ReadOnlyThreshold is the disk usage fraction (used/total of the
-	// file system holding Dir, or of the one holding JournalDir when that
-	// lies outside Dir, whichever is fuller) above which the engine
-	// refuses adds with ErrReadOnly. Checked at open, at each flush
-	// interval and by Usage.
+	// file system holding Dir or of the one holding the journal, whichever
+	// is fuller) above which the engine refuses adds with ErrReadOnly.
+	// Checked at open, at each flush interval and by Usage.
 	// Default 0.95.
 	ReadOnlyThreshold float64
 	// DiskSpace reports the file system's size; tests fake it. Default:

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -463,24 +464,27 @@ func TestAddBatch(t *testing.T) {
 	}
 }
 
-// TestReadOnlyJournalDirFull: with the journal on a file system of its
-// own (Config.JournalDir), that file system passing the threshold turns
-// the bookie read-only too; with the journal under the data directory
-// only the data directory's file system is asked.
+// TestReadOnlyJournalDirFull: the journal's file system passing the
+// threshold turns the bookie read-only as the data directory's does,
+// whether Config.JournalDir names it or the default journal/ under Dir
+// is a mount point; a failing check of one hides neither the other's
+// reading nor, when it cannot tell, changes the state.
 func TestReadOnlyJournalDirFull(t *testing.T) {
 	var mu sync.Mutex
 	used := map[string]float64{}
-	asked := map[string]int{}
+	failing := map[string]bool{}
 	space := func(dir string) (vfs.DiskSpace, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		asked[dir]++
+		if failing[dir] {
+			return vfs.DiskSpace{}, errors.New("statfs: input/output error")
+		}
 		return vfs.DiskSpace{Total: 1000, Free: int64(1000 * (1 - used[dir]))}, nil
 	}
-	setUsed := func(dir string, f float64) {
+	set := func(dir string, f float64, fail bool) {
 		mu.Lock()
 		defer mu.Unlock()
-		used[dir] = f
+		used[dir], failing[dir] = f, fail
 	}
 
 	cfg := testConfig(vfs.NewMem())
@@ -488,37 +492,49 @@ func TestReadOnlyJournalDirFull(t *testing.T) {
 	cfg.DiskSpace = space
 	e := open(t, cfg)
 	mustAdd(t, e, addReq(1, 0))
-	setUsed(cfg.JournalDir, 0.97)
+	set(cfg.JournalDir, 0.97, false)
 	if u := e.Usage(); !u.ReadOnly || u.JournalDir != cfg.JournalDir || u.JournalFreeBytes != 30 || u.JournalTotalBytes != 1000 {
 		t.Fatalf("journal file system 97%% full: usage %+v, want read-only and the journal's 30 of 1000 bytes free", u)
 	}
 	wantErr(t, "add with the journal's file system full", add(t, e, addReq(1, 1)), ErrReadOnly)
 	checkEntry(t, e, 1, 0)
-	setUsed(cfg.JournalDir, 0.5)
-	setUsed(cfg.Dir, 0.97)
+	set(cfg.JournalDir, 0.5, false)
+	set(cfg.Dir, 0.97, false)
 	if !e.Usage().ReadOnly {
 		t.Fatal("data file system 97% full: not read-only")
 	}
-	setUsed(cfg.Dir, 0.5)
+	set(cfg.Dir, 0.5, false)
 	if e.Usage().ReadOnly {
 		t.Fatal("both file systems half full: still read-only")
 	}
 	mustAdd(t, e, addReq(1, 1))
 
-	// The default journal directory (under Dir) is not asked separately.
-	mu.Lock()
-	clear(asked)
-	mu.Unlock()
+	// The journal's check fails: the data disk filling up still counts;
+	// with the data disk fine again the state cannot be known to have
+	// changed and stays; once the journal answers again it is lifted.
+	set(cfg.JournalDir, 0, true)
+	set(cfg.Dir, 0.97, false)
+	if u := e.Usage(); !u.ReadOnly || u.JournalDir != cfg.JournalDir || u.JournalTotalBytes != 0 {
+		t.Fatalf("data disk full, journal check failing: usage %+v, want read-only and the journal's space unknown", u)
+	}
+	set(cfg.Dir, 0.5, false)
+	if !e.Usage().ReadOnly {
+		t.Fatal("read-only lifted while the journal's file system could not be checked")
+	}
+	set(cfg.JournalDir, 0.5, false)
+	if e.Usage().ReadOnly {
+		t.Fatal("both file systems half full again: still read-only")
+	}
+
+	// The default journal directory, journal/ under Dir, on a device of
+	// its own (a mount point): its own file system is asked too, and
+	// Usage names no journal directory (none was configured).
 	cfg2 := testConfig(vfs.NewMem())
 	cfg2.Dir = "/data2" // e still holds testDir's index lock
 	cfg2.DiskSpace = space
 	e2 := open(t, cfg2)
-	if u := e2.Usage(); u.JournalDir != "" || u.JournalFreeBytes != 0 || u.JournalTotalBytes != 0 {
-		t.Fatalf("journal under the data dir: usage %+v names a journal file system", u)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(asked) != 1 || asked[cfg2.Dir] == 0 {
-		t.Fatalf("directories asked for their usage: %v, want only %s", asked, cfg2.Dir)
+	set(filepath.Join(cfg2.Dir, "journal"), 0.97, false)
+	if u := e2.Usage(); !u.ReadOnly || u.JournalDir != "" || u.JournalTotalBytes != 0 {
+		t.Fatalf("journal/ under the data dir on a full device: usage %+v, want read-only, no journal dir named", u)
 	}
 }

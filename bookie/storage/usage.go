@@ -2,8 +2,9 @@ package storage
 
 import (
 	"path/filepath"
-	"strings"
 	"time"
+
+	"github.com/stratamesh/strata/internal/vfs"
 )
 
 // readOnly reports whether adds are refused: the disk passed
@@ -14,53 +15,58 @@ func (e *Engine) readOnly() bool { return e.readOnlyDisk.Load() || e.readOnlyAdm
 // the disk-usage check applies independently.
 func (e *Engine) SetReadOnly(ro bool) { e.readOnlyAdmin.Store(ro) }
 
-// checkDisk re-reads the usage of the data directory's file system and,
-// when the journal lives elsewhere (Config.JournalDir), of the journal's,
-// and updates the read-only state: either one past ReadOnlyThreshold
-// turns the bookie read-only (BookKeeper watches its journal and ledger
-// directories alike). A failed check leaves the state as it was.
-func (e *Engine) checkDisk() {
-	worst, frac := "", -1.0 // the fullest file system's directory
-	for _, dir := range e.watchedDirs() {
+// checkDisk re-reads the usage of the file systems holding the data
+// directory and the journal directory, and updates the read-only state:
+// either one past ReadOnlyThreshold turns the bookie read-only, as
+// BookKeeper watches its journal and ledger directories alike. Each
+// directory's own file system is asked, so a journal on another device is
+// watched whether Config.JournalDir names it or a mount point or symlink
+// under Dir leads to it. A directory whose check fails is logged and left
+// out; the state then stays as it was unless another reading is over the
+// threshold. It returns the readings by directory (absent: check failed).
+func (e *Engine) checkDisk() map[string]vfs.DiskSpace {
+	readings := make(map[string]vfs.DiskSpace, 2)
+	worst, frac, failed := "", -1.0, false // the fullest file system's directory
+	for _, dir := range []string{e.cfg.Dir, e.journalDir} {
+		if _, done := readings[dir]; done {
+			continue
+		}
 		ds, err := e.cfg.DiskSpace(dir)
 		if err != nil {
 			e.log.Warn("disk space check failed", "dir", dir, "err", err)
-			return
+			failed = true
+			continue
 		}
+		readings[dir] = ds
 		if f := ds.UsedFraction(); f > frac {
 			worst, frac = dir, f
 		}
 	}
 	ro := frac > e.cfg.ReadOnlyThreshold
+	if !ro && failed {
+		return readings // not known to be below the threshold everywhere
+	}
 	if e.readOnlyDisk.Swap(ro) != ro {
 		e.log.Warn("disk usage threshold crossed", "read_only", ro, "dir", worst, "used_fraction", frac,
 			"threshold", e.cfg.ReadOnlyThreshold)
 	}
-}
-
-// watchedDirs are the directories whose file systems checkDisk watches:
-// the data directory, and the journal directory when it is not under it.
-func (e *Engine) watchedDirs() []string {
-	if rel, err := filepath.Rel(e.cfg.Dir, e.journalDir); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-		return []string{e.cfg.Dir}
-	}
-	return []string{e.cfg.Dir, e.journalDir}
+	return readings
 }
 
 // Usage implements Storage. It re-checks the disk, so the read-only
 // state it reports is current.
 func (e *Engine) Usage() Usage {
 	var u Usage
-	if ds, err := e.cfg.DiskSpace(e.cfg.Dir); err == nil {
+	readings := e.checkDisk()
+	if ds, ok := readings[e.cfg.Dir]; ok {
 		u.FreeBytes, u.TotalBytes = ds.Free, ds.Total
 	}
-	if dirs := e.watchedDirs(); len(dirs) > 1 {
+	if e.cfg.JournalDir != "" {
 		u.JournalDir = e.journalDir
-		if ds, err := e.cfg.DiskSpace(e.journalDir); err == nil {
+		if ds, ok := readings[e.journalDir]; ok {
 			u.JournalFreeBytes, u.JournalTotalBytes = ds.Free, ds.Total
 		}
 	}
-	e.checkDisk()
 	u.ReadOnly = e.readOnly()
 	u.UsedBytes = e.dirBytes(e.journalDir) + e.dirBytes(e.logDir)
 	if e.enter() == nil {
@@ -93,8 +99,8 @@ type Stats struct {
 	JournalBytes     int64         // bytes written to the journal
 	JournalSyncTime  time.Duration // time in journal write+fsync
 	JournalRotations int64
-	JournalRecycled  int64 // journal files made from a spare (no zero-filling needed)
-	JournalZeroed    int64 // bytes zero-filled ahead of the journal writer (new files only)
+	JournalRecycled  int64 // journal files made from a spare (zero-filled only past their old size)
+	JournalZeroed    int64 // bytes zero-filled ahead of the journal writer
 	Flushes          int64 // write-cache flushes that wrote something
 	FlushedEntries   int64
 	Compaction       CompactStats // summed over every compaction

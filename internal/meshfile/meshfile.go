@@ -93,10 +93,12 @@ type BookieState struct {
 	FreeBytes  int64  `json:"free_bytes"`
 	TotalBytes int64  `json:"total_bytes"`
 	ReadOnly   bool   `json:"read_only"`
-	// The journal's directory and its file system's free bytes, when the
-	// journal lies outside the data directory (topology journal_dir).
-	JournalDir       string `json:"journal_dir,omitempty"`
-	JournalFreeBytes int64  `json:"journal_free_bytes,omitempty"`
+	// The journal's directory and its file system's free and total
+	// bytes, when the topology names one (journal_dir); the sizes are 0
+	// when the bookie could not read them.
+	JournalDir        string `json:"journal_dir,omitempty"`
+	JournalFreeBytes  int64  `json:"journal_free_bytes,omitempty"`
+	JournalTotalBytes int64  `json:"journal_total_bytes,omitempty"`
 }
 
 // BrokerState is what `strata status` shows of a broker: the namespace

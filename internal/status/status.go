@@ -393,7 +393,10 @@ func detail(n meshfile.Node) string {
 		ro = " READ-ONLY"
 	}
 	journal := ""
-	if b.JournalDir != "" {
+	switch {
+	case b.JournalDir != "" && b.JournalTotalBytes == 0:
+		journal = fmt.Sprintf(", journal %s (space unknown)", b.JournalDir)
+	case b.JournalDir != "":
 		journal = fmt.Sprintf(", journal %s %s free", b.JournalDir, BytesText(b.JournalFreeBytes))
 	}
 	return fmt.Sprintf("instance %s, %d ledgers, %s used, %s free%s%s", inst, b.Ledgers, BytesText(b.UsedBytes), BytesText(b.FreeBytes), journal, ro)

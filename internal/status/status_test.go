@@ -61,9 +61,11 @@ func TestAllAlive(t *testing.T) {
 func TestDetailBookie(t *testing.T) {
 	base := meshfile.BookieState{Instance: "0123456789abcdef", Ledgers: 3, UsedBytes: 2 << 20, FreeBytes: 5 << 30}
 	withJournal := base
-	withJournal.JournalDir, withJournal.JournalFreeBytes = "/mnt/nvme/k1", 1<<30
+	withJournal.JournalDir, withJournal.JournalFreeBytes, withJournal.JournalTotalBytes = "/mnt/nvme/k1", 1<<30, 4<<30
 	readOnly := withJournal
 	readOnly.ReadOnly = true
+	unknown := base
+	unknown.JournalDir = "/mnt/nvme/k1"
 	for _, tc := range []struct {
 		name string
 		b    meshfile.BookieState
@@ -71,6 +73,7 @@ func TestDetailBookie(t *testing.T) {
 	}{
 		{"journal under the data dir", base, "instance 01234567, 3 ledgers, 2.0 MiB used, 5.0 GiB free"},
 		{"journal_dir elsewhere", withJournal, "instance 01234567, 3 ledgers, 2.0 MiB used, 5.0 GiB free, journal /mnt/nvme/k1 1.0 GiB free"},
+		{"journal space unknown", unknown, "instance 01234567, 3 ledgers, 2.0 MiB used, 5.0 GiB free, journal /mnt/nvme/k1 (space unknown)"},
 		{"read-only", readOnly, "instance 01234567, 3 ledgers, 2.0 MiB used, 5.0 GiB free, journal /mnt/nvme/k1 1.0 GiB free READ-ONLY"},
 	} {
 		b := tc.b
