@@ -33,7 +33,13 @@ func TestEnsembleChange(t *testing.T) {
 		}
 		return nil
 	})
-	c := e.client(func(c *Config) { c.Transport = ft })
+	// The pacing holds each add in its session before it is sent, while
+	// its AddTimeout runs from when it was queued: on a loaded host (a
+	// -race CI run beside other packages) 0.5 ms sleeps take several
+	// times that, and with the default 5 s the bookies still running
+	// timed out too, leaving no replacement. A generous AddTimeout keeps
+	// the test about the stopped bookie.
+	c := e.client(func(c *Config) { c.Transport = ft; c.AddTimeout = 30 * time.Second })
 	w, err := c.Create(ctx, CreateOptions{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2})
 	if err != nil {
 		t.Fatal(err)
