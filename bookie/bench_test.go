@@ -15,16 +15,7 @@ import (
 //	go test ./bookie -run '^$' -bench AddPipelined -benchmem
 func BenchmarkAddPipelined(b *testing.B) {
 	h := startHarness(b)
-	c, err := Dial(testCtx(b), h.addr, DialOptions{Instance: h.instance})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	s, err := c.NewAddStream(testCtx(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close(testCtx(b))
+	s := benchStream(b, h)
 	payload := make([]byte, 1024)
 	var wg sync.WaitGroup
 	b.SetBytes(int64(len(payload)))
@@ -71,16 +62,7 @@ func BenchmarkAddRoundTrip(b *testing.B) {
 }
 
 func addRoundTrip(b *testing.B, h *harness) {
-	c, err := Dial(testCtx(b), h.addr, DialOptions{Instance: h.instance})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	s, err := c.NewAddStream(testCtx(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close(testCtx(b))
+	s := benchStream(b, h)
 	payload := make([]byte, 1024)
 	done := make(chan error, 1)
 	add := func(id int64) {
@@ -99,4 +81,20 @@ func addRoundTrip(b *testing.B, h *harness) {
 	for i := range int64(b.N) {
 		add(i + 1)
 	}
+}
+
+// benchStream dials h and opens an Add stream, both closed when b ends.
+func benchStream(b *testing.B, h *harness) *AddStream {
+	ctx := testCtx(b) // its cancel runs after the closes below
+	c, err := Dial(ctx, h.addr, DialOptions{Instance: h.instance})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	s, err := c.NewAddStream(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close(ctx) })
+	return s
 }
