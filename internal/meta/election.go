@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -36,27 +37,39 @@ func (s *Store) Campaign(ctx context.Context, election, value string, lease *Lea
 	if lease == nil || lease.s != s {
 		return nil, errors.New("meta: campaign: lease is nil or from another Store")
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("meta: campaign %q: %w", election, err)
+	}
 	sess, err := lease.newSession()
 	if err != nil {
 		return nil, err
 	}
 	// Stop waiting as soon as the lease is lost: a candidate whose key
-	// expired can never win (etcd's Campaign would wait on regardless).
+	// expired can never win.
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(lease.lostCtx, cancel)
 	defer stop()
 
-	elec := concurrency.NewElection(sess, s.abs(election))
-	if err := elec.Campaign(cctx, value); err != nil {
+	// etcd's election recipe (concurrency.Election), with the put taken
+	// out of the caller's context: etcd's Campaign sends its put under the
+	// caller's context, and a put canceled in flight can still commit after
+	// the cleanup's delete, leaving a candidate nobody acts for.
+	createRev, err := s.join(election, value, lease)
+	if err == nil {
+		err = s.waitTurn(cctx, s.abs(election)+"/", createRev)
+	}
+	if err != nil {
+		s.withdraw(election, lease)
 		lease.dropSession(sess)
 		if ctx.Err() == nil && lease.lostCtx.Err() != nil {
 			return nil, fmt.Errorf("meta: campaign %q: %w", election, ErrLeaseLost)
 		}
 		return nil, s.wrapErr("campaign", election, err)
 	}
-	// etcd's Campaign can return success after the candidate's own key
-	// expired (it only waits for the earlier keys to go). Check the key is
+	elec := concurrency.ResumeElection(sess, s.abs(election), s.candidateKey(election, lease), createRev)
+	// waitTurn can return after the candidate's own key expired (it only
+	// waits for the earlier keys to go). Check the key is
 	// still ours, and take its mod revision for use in a Cond.
 	resp, err := s.client.Get(cctx, elec.Key())
 	if err != nil || len(resp.Kvs) == 0 || LeaseID(resp.Kvs[0].Lease) != lease.id {
@@ -77,6 +90,101 @@ func (s *Store) Campaign(ctx context.Context, election, value string, lease *Lea
 		rev:   resp.Kvs[0].ModRevision,
 	}, nil
 }
+
+// candidateKey is lease's candidate key in election (absolute), named as
+// etcd's concurrency.Election names it: the election's prefix, "/", and the
+// lease id in hex.
+func (s *Store) candidateKey(election string, lease *Lease) string {
+	return fmt.Sprintf("%s/%x", s.abs(election), int64(lease.id))
+}
+
+// join puts lease's candidate key in election unless it is there already
+// (then it only sets the value), and returns the key's create revision, its
+// place in the queue. Bounded by candidateOpTimeout rather than by the
+// caller's context, so a put is never abandoned in flight.
+func (s *Store) join(election, value string, lease *Lease) (int64, error) {
+	ctx, cancel := context.WithTimeout(s.ctx, candidateOpTimeout)
+	defer cancel()
+	k := s.candidateKey(election, lease)
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+		Then(clientv3.OpPut(k, value, clientv3.WithLease(clientv3.LeaseID(lease.id)))).
+		Else(clientv3.OpGet(k)).
+		Commit()
+	if err != nil {
+		return 0, err
+	}
+	if resp.Succeeded {
+		return resp.Header.Revision, nil
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		return 0, fmt.Errorf("candidate key %s vanished", k)
+	}
+	if string(kvs[0].Value) != value {
+		if _, err := s.client.Put(ctx, k, value, clientv3.WithLease(clientv3.LeaseID(lease.id))); err != nil {
+			return 0, err
+		}
+	}
+	return kvs[0].CreateRevision, nil
+}
+
+// waitTurn blocks until no key under prefix created before rev remains:
+// each candidate waits for the last earlier one to be deleted, then looks
+// again (etcd's election recipe). It returns ctx's error when ctx ends, or
+// the watch's error (e.g. compaction).
+func (s *Store) waitTurn(ctx context.Context, prefix string, rev int64) error {
+	opts := append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(rev-1))
+	for {
+		resp, err := s.client.Get(ctx, prefix, opts...)
+		if err != nil {
+			return err
+		}
+		if len(resp.Kvs) == 0 {
+			return nil
+		}
+		if err := s.waitDeleted(ctx, string(resp.Kvs[0].Key), resp.Header.Revision); err != nil {
+			return err
+		}
+	}
+}
+
+// waitDeleted blocks until key is deleted at a revision after rev.
+func (s *Store) waitDeleted(ctx context.Context, key string, rev int64) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for wr := range s.client.Watch(wctx, key, clientv3.WithRev(rev+1)) {
+		if err := wr.Err(); err != nil {
+			return err
+		}
+		for _, ev := range wr.Events {
+			if ev.Type == clientv3.EventTypeDelete {
+				return nil
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return errors.New("watch ended while waiting for a delete")
+}
+
+// withdraw deletes lease's candidate key in election, if it is there, after
+// a failed Campaign: a key left behind would later win the election with
+// nobody acting as leader, for as long as the lease lives. Best effort, bounded by candidateOpTimeout; a key it fails to
+// delete still goes with the lease.
+func (s *Store) withdraw(election string, lease *Lease) {
+	ctx, cancel := context.WithTimeout(s.ctx, candidateOpTimeout)
+	defer cancel()
+	k := s.candidateKey(election, lease)
+	_, _ = s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.LeaseValue(k), "=", int64(lease.id))).
+		Then(clientv3.OpDelete(k)).
+		Commit()
+}
+
+// candidateOpTimeout bounds join's put and withdraw's delete.
+const candidateOpTimeout = 5 * time.Second
 
 // Key is the leader key, relative to the Store's prefix.
 func (l *Leadership) Key() string { return l.key }

@@ -178,3 +178,34 @@ func TestCampaignEndsWhenLeaseLostOrCanceled(t *testing.T) {
 		t.Fatalf("leader = %q, want a", v)
 	}
 }
+
+// A campaign canceled at any moment, even while its put is in flight,
+// leaves no candidate key behind: such a key would later win the election
+// with nobody acting as leader.
+func TestCanceledCampaignLeavesNoCandidate(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	ctx := testCtx(t)
+	la, lc := grant(t, s), grant(t, s)
+	if _, err := s.Campaign(ctx, "el", "a", la); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		cctx, cancel := context.WithCancel(ctx)
+		ch := campaign(s, cctx, "el", "c", lc)
+		// Cancel from before the put is sent to after it committed.
+		time.Sleep(time.Duration(i%40) * 50 * time.Microsecond)
+		cancel()
+		r := recv(t, ch, 5*time.Second, "canceled campaign")
+		if r.err == nil {
+			t.Fatalf("round %d: campaign won while a leads", i)
+		}
+		kvs, err := s.List(ctx, "el/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(kvs) != 1 || string(kvs[0].Value) != "a" {
+			t.Fatalf("round %d: candidates after a canceled campaign: %+v (want only a); campaign: %v", i, kvs, r.err)
+		}
+	}
+}
