@@ -8,6 +8,10 @@
 //     rename, list, stat, directory sync, disk space; positional reads,
 //     sequential and positional writes, sync, truncate).
 //   - OS: the real file system (Default).
+//   - Direct I/O (direct.go): DirectCreator, CreateDirect and aligned
+//     buffers, for writers that bypass the page cache (O_DIRECT on Linux),
+//     with a fallback to Create where the file system cannot. MemFS's
+//     direct files refuse misaligned writes, as the kernel does.
 //   - MemFS: an in-memory file system that can simulate a crash (Crash,
 //     CrashClone, CrashCloneWith), keeping only what was made durable.
 //   - ErrorFS: a wrapper that injects errors into chosen operations of any

@@ -183,6 +183,23 @@ func (e *ErrorFS) Create(name string) (File, error) {
 	return &errorFile{fs: e, f: f, name: name}, nil
 }
 
+// CreateDirect implements DirectCreator when the wrapped FS does (as an
+// OpCreate); otherwise it returns ErrDirectUnsupported.
+func (e *ErrorFS) CreateDirect(name string) (File, error) {
+	dc, ok := e.fs.(DirectCreator)
+	if !ok {
+		return nil, ErrDirectUnsupported
+	}
+	if err := e.maybe(Op{Kind: OpCreate, Path: name}); err != nil {
+		return nil, err
+	}
+	f, err := dc.CreateDirect(name)
+	if err != nil {
+		return nil, err
+	}
+	return &errorFile{fs: e, f: f, name: name}, nil
+}
+
 // Open implements FS.
 func (e *ErrorFS) Open(name string) (File, error) {
 	if err := e.maybe(Op{Kind: OpOpen, Path: name}); err != nil {

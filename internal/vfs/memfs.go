@@ -22,6 +22,7 @@ type MemFS struct {
 	gen      uint64 // bumped by Crash; handles of older generations fail
 	dirs     map[string]*memDir
 	capacity int64
+	noDirect bool // CreateDirect refuses (SetDirectIO)
 }
 
 // memDir is one directory. Subdirectories are durable at once; file
@@ -108,6 +109,33 @@ func (m *MemFS) Create(name string) (File, error) {
 	n := &memNode{modTime: time.Now()}
 	d.files[base] = n
 	return &memFile{fs: m, node: n, name: clean(name), gen: m.gen, writable: true}, nil
+}
+
+// CreateDirect implements DirectCreator: the file refuses writes that do
+// not meet DirectAlignment (fs.ErrInvalid), as O_DIRECT does, so tests
+// hold direct-I/O writers to the contract. ErrDirectUnsupported after
+// SetDirectIO(false).
+func (m *MemFS) CreateDirect(name string) (File, error) {
+	m.mu.Lock()
+	noDirect := m.noDirect
+	m.mu.Unlock()
+	if noDirect {
+		return nil, ErrDirectUnsupported
+	}
+	f, err := m.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	f.(*memFile).direct = true
+	return f, nil
+}
+
+// SetDirectIO makes CreateDirect work (the default) or refuse with
+// ErrDirectUnsupported, like a file system without O_DIRECT.
+func (m *MemFS) SetDirectIO(enabled bool) {
+	m.mu.Lock()
+	m.noDirect = !enabled
+	m.mu.Unlock()
 }
 
 // Open implements FS.
@@ -377,6 +405,7 @@ type memFile struct {
 	pos      int64 // Write offset
 	writable bool
 	closed   bool
+	direct   bool // writes must meet DirectAlignment (CreateDirect)
 }
 
 // check returns an error if the handle cannot be used. Callers hold fs.mu.
@@ -417,6 +446,9 @@ func (f *memFile) Write(p []byte) (int, error) {
 	if err := f.check("write", true); err != nil {
 		return 0, err
 	}
+	if f.direct && !directAligned(p, f.pos) {
+		return 0, pathErr("write", f.name, fs.ErrInvalid)
+	}
 	f.node.writeAt(p, f.pos)
 	f.pos += int64(len(p))
 	return len(p), nil
@@ -428,7 +460,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	if err := f.check("write", true); err != nil {
 		return 0, err
 	}
-	if off < 0 {
+	if off < 0 || f.direct && !directAligned(p, off) {
 		return 0, pathErr("write", f.name, fs.ErrInvalid)
 	}
 	f.node.writeAt(p, off)

@@ -3,7 +3,10 @@
 package vfs
 
 import (
+	"errors"
+	"fmt"
 	"io/fs"
+	"os"
 	"syscall"
 )
 
@@ -48,4 +51,16 @@ func (f osFile) control(name string, op func(fd int) error) error {
 		return &fs.PathError{Op: name, Path: f.Name(), Err: opErr}
 	}
 	return nil
+}
+
+// CreateDirect implements DirectCreator with O_DIRECT.
+func (osFS) CreateDirect(name string) (File, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_DIRECT, 0o644)
+	if errors.Is(err, syscall.EINVAL) {
+		return nil, fmt.Errorf("%w: %s: %v", ErrDirectUnsupported, name, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
 }
