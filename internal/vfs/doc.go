@@ -30,8 +30,9 @@
 //
 //   - File contents: File.Sync makes the file's current contents and size
 //     durable. Writes and truncations after the last Sync are lost by a
-//     crash (CrashCloneWith can keep a prefix of unsynced appended bytes to
-//     model a torn write: pages written back before the power went).
+//     crash (CrashCloneWith can keep a prefix of the unsynced changes,
+//     appended or overwritten, from the first byte that differs, to model
+//     a torn write: pages written back before the power went).
 //   - Directory entries: creating, renaming and removing a file change the
 //     directory's entries; FS.SyncDir(dir) makes dir's current entries
 //     durable. A crash restores each directory's entries as of its last

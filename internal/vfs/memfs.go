@@ -306,14 +306,17 @@ func (m *MemFS) DiskSpace(string) (DiskSpace, error) {
 // durable.
 type CrashOptions struct {
 	// KeepUnsynced, if set, is called for every file that survives the
-	// crash and has bytes appended past its synced size (current > synced
-	// lengths). It returns how many of those bytes to keep, clamped to
-	// [0, current-synced]: they are data[synced:synced+n] of the current
-	// contents, modelling pages written back before the crash (a torn
-	// write). Bytes below the synced size always come from the synced
+	// crash and has bytes changed since its last Sync: appended past the
+	// synced size, or overwritten below it (as a direct-I/O writer
+	// rewriting its last block does). from is the offset of the first
+	// byte that differs from the synced contents, current the file's
+	// length. It returns how many bytes to keep, clamped to
+	// [0, current-from]: they are data[from:from+n] of the current
+	// contents over the synced ones, modelling pages written back before
+	// the crash (a torn write). Every other byte comes from the synced
 	// contents. In the clone, everything kept counts as synced: it is what
 	// the disk holds after the crash.
-	KeepUnsynced func(name string, synced, current int) int
+	KeepUnsynced func(name string, from, current int) int
 }
 
 // CrashClone returns a new MemFS holding what a crash at this instant
@@ -326,7 +329,7 @@ func (m *MemFS) CrashClone() *MemFS { return m.CrashCloneWith(CrashOptions{}) }
 func (m *MemFS) CrashCloneWith(opts CrashOptions) *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return &MemFS{gen: 0, dirs: m.durableDirs(opts), capacity: m.capacity}
+	return &MemFS{gen: 0, dirs: m.durableDirs(opts), capacity: m.capacity, noDirect: m.noDirect}
 }
 
 // Crash replaces m's state in place with what a crash would leave (as
@@ -362,16 +365,29 @@ func (m *MemFS) durableDirs(opts CrashOptions) map[string]*memDir {
 }
 
 func (n *memNode) crashCopy(name string, opts CrashOptions) *memNode {
+	from := firstChange(n.synced, n.data)
 	keep := 0
-	if opts.KeepUnsynced != nil && len(n.data) > len(n.synced) {
-		limit := len(n.data) - len(n.synced)
-		keep = min(max(opts.KeepUnsynced(name, len(n.synced), len(n.data)), 0), limit)
+	if opts.KeepUnsynced != nil && len(n.data) > from {
+		limit := len(n.data) - from
+		keep = min(max(opts.KeepUnsynced(name, from, len(n.data)), 0), limit)
 	}
-	data := make([]byte, len(n.synced)+keep)
+	data := make([]byte, max(len(n.synced), from+keep))
 	copy(data, n.synced)
-	copy(data[len(n.synced):], n.data[len(n.synced):len(n.synced)+keep])
+	copy(data[from:], n.data[from:from+keep])
 	// What survived a crash is what is on the disk: all of it is durable.
 	return &memNode{data: data, synced: data[:len(data):len(data)], aliased: true, modTime: n.modTime}
+}
+
+// firstChange is the offset of the first byte of cur that differs from
+// synced, or the shorter one's length: where unsynced changes begin.
+func firstChange(synced, cur []byte) int {
+	n := min(len(synced), len(cur))
+	for i := range n {
+		if synced[i] != cur[i] {
+			return i
+		}
+	}
+	return n
 }
 
 // detach gives synced its own copy before data changes below len(synced).

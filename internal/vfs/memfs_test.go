@@ -236,6 +236,34 @@ func TestCrashCloneWithTornTail(t *testing.T) {
 	}
 }
 
+// Unsynced changes below the synced size (a direct-I/O writer rewriting
+// its last block) are kept, or not, from the first byte that differs.
+func TestCrashCloneWithOverwrite(t *testing.T) {
+	m := NewMem()
+	f := newSyncedFile(t, m, "/d", "a", "0123")
+	if _, err := f.WriteAt([]byte("01xyz"), 0); err != nil { // same "01", then changes
+		t.Fatal(err)
+	}
+	var gotFrom, gotCurrent int
+	keep := func(n int) CrashOptions {
+		return CrashOptions{KeepUnsynced: func(_ string, from, current int) int {
+			gotFrom, gotCurrent = from, current
+			return n
+		}}
+	}
+	for _, c := range []struct {
+		keep int
+		want string
+	}{{0, "0123"}, {1, "01x3"}, {2, "01xy"}, {3, "01xyz"}} {
+		if got := mustRead(t, m.CrashCloneWith(keep(c.keep)), "/d/a"); got != c.want {
+			t.Errorf("keep %d: %q, want %q", c.keep, got, c.want)
+		}
+		if gotFrom != 2 || gotCurrent != 5 {
+			t.Fatalf("KeepUnsynced got (%d, %d), want (2, 5)", gotFrom, gotCurrent)
+		}
+	}
+}
+
 func TestMemReadAtEOFAndDiskSpace(t *testing.T) {
 	m := NewMem()
 	m.SetCapacity(100)
