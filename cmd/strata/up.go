@@ -50,7 +50,7 @@ least 1), so that their Go schedulers do not spin on cores the others need.`,
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "topology YAML (default: the embedded default mesh)")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "data directory (default: the topology's data_dir, else ./strata-data)")
-	cmd.Flags().BoolVar(&fresh, "fresh", false, "wipe the data directory before starting")
+	cmd.Flags().BoolVar(&fresh, "fresh", false, "wipe the data directory before starting (and the journal files in any bookie journal_dir outside it)")
 	cmd.Flags().DurationVar(&startTimeout, "start-timeout", 60*time.Second, "how long each node may take to start")
 	cmd.Flags().StringVar(&logLevel, "log-level", "warn", "supervisor log level: debug, info, warn, error")
 	return cmd

@@ -18,8 +18,10 @@ type Config struct {
 	// DataDir holds every node's data, the logs, mesh.json and the lock
 	// (required).
 	DataDir string
-	// Fresh wipes DataDir before starting. It refuses to wipe a non-empty
-	// directory that is not a Strata data directory.
+	// Fresh wipes DataDir before starting, and the journal files of the
+	// bookies whose data lived there but whose journal_dir lies outside.
+	// It refuses to wipe a non-empty directory that is not a Strata data
+	// directory.
 	Fresh bool
 	// Executable is the strata binary to run nodes with (required; usually
 	// os.Executable()).

@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
+
+	"github.com/stratamesh/strata/bookie/storage"
+	"github.com/stratamesh/strata/topology"
 )
 
 const (
@@ -71,6 +75,9 @@ func populate(cfg Config) error {
 		if err := wipe(cfg.DataDir); err != nil {
 			return err
 		}
+		if err := wipeJournals(cfg); err != nil {
+			return err
+		}
 	}
 	marker := "This directory holds the data of a Strata mesh run by `strata up`.\n`strata up --fresh` deletes everything in it.\n"
 	for _, f := range []struct {
@@ -100,6 +107,40 @@ func wipe(dir string) error {
 		}
 	}
 	return nil
+}
+
+// wipeJournals removes the journal files of every bookie whose journal
+// lives outside the data directory (the topology's journal_dir) while its
+// data lived inside it, now wiped: the journal belongs to that data and a
+// bookie refuses a journal its new data directory cannot vouch for
+// (storage.ErrForeignJournal). A bookie whose data_dir is outside keeps
+// both, as wipe keeps that data_dir.
+func wipeJournals(cfg Config) error {
+	if cfg.Mesh == nil {
+		return nil
+	}
+	for i := range cfg.Mesh.Regions {
+		for _, n := range cfg.Mesh.Regions[i].NodesOf(topology.RoleBookie) {
+			if n.JournalDir == "" || (n.DataDir != "" && !within(cfg.DataDir, n.DataDir)) || within(cfg.DataDir, n.JournalDir) {
+				continue
+			}
+			if _, err := storage.RemoveJournal(nil, n.JournalDir); err != nil {
+				return fmt.Errorf("supervisor: --fresh: bookie %s/%s: %w", cfg.Mesh.Regions[i].Name, n.ID, err)
+			}
+		}
+	}
+	return nil
+}
+
+// within reports whether path is dir or lies under it.
+func within(dir, path string) bool {
+	d, err1 := filepath.Abs(dir)
+	p, err2 := filepath.Abs(path)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(d, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // Running reports whether a `strata up` holds dataDir's lock right now

@@ -272,3 +272,58 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// --fresh removes the journal files of a bookie whose journal_dir lies
+// outside the data directory when its data lived inside (wiped), and
+// nothing else: a bookie with its own data_dir outside keeps its journal,
+// and other files in a journal_dir stay.
+func TestFreshRemovesOutsideJournals(t *testing.T) {
+	root := t.TempDir()
+	dataDir := filepath.Join(root, "data")
+	jd1, jd2 := filepath.Join(root, "nvme", "k1"), filepath.Join(root, "nvme", "k2")
+	for _, d := range []string{jd1, jd2} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"0000000000000001.jnl", "0000000000000002.spare", "OWNER", "NOTES.txt"} {
+			if err := os.WriteFile(filepath.Join(d, name), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mesh := &topology.Mesh{Name: "m", Regions: []topology.Region{{Name: "r", Nodes: []topology.Node{
+		{ID: "k1", Role: topology.RoleBookie, JournalDir: jd1},
+		{ID: "k2", Role: topology.RoleBookie, JournalDir: jd2, DataDir: filepath.Join(root, "k2-data")},
+	}}}}
+	cfg := Config{Mesh: mesh, DataDir: dataDir, TopologyYAML: []byte("x")}
+	unlock, err := prepareDataDir(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	list := func(d string) []string {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	if got := list(jd1); len(got) != 4 {
+		t.Fatalf("up without --fresh touched a journal_dir: %v", got)
+	}
+	cfg.Fresh = true
+	if unlock, err = prepareDataDir(cfg); err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	if got := list(jd1); len(got) != 1 || got[0] != "NOTES.txt" {
+		t.Fatalf("k1's journal_dir after --fresh: %v, want only NOTES.txt", got)
+	}
+	if got := list(jd2); len(got) != 4 {
+		t.Fatalf("k2 (own data_dir, not wiped) lost journal files: %v", got)
+	}
+}
