@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"github.com/stratamesh/strata/internal/vfs"
 )
@@ -336,6 +337,15 @@ func (w *logWriter) flushBuf(final bool) error {
 		return nil
 	}
 	if _, err := w.f.WriteAt(w.buf[:end], w.fileAt); err != nil {
+		if errors.Is(err, syscall.EINVAL) || errors.Is(err, fs.ErrInvalid) {
+			// The file system took O_DIRECT but not these writes (a
+			// device whose blocks are larger than DirectAlignment): go on
+			// through the page cache.
+			if ferr := w.leaveDirect(); ferr != nil {
+				return fmt.Errorf("bookie: write entry log %016x: %w", w.id, errors.Join(err, ferr))
+			}
+			return w.flushBuf(final)
+		}
 		return fmt.Errorf("bookie: write entry log %016x: %w", w.id, err)
 	}
 	if whole > 0 {
@@ -346,6 +356,18 @@ func (w *logWriter) flushBuf(final bool) error {
 			w.buf = append(vfs.AlignedBuffer(logWriteBuffer)[:0], w.buf...)
 		}
 	}
+	return nil
+}
+
+// leaveDirect switches the writer to a buffered handle on the same file;
+// the buffer (from fileAt on) is then written as it is.
+func (w *logWriter) leaveDirect() error {
+	f, err := w.fs.OpenReadWrite(filepath.Join(w.dir, idFileName(w.id, entryLogExt)))
+	if err != nil {
+		return err
+	}
+	w.f.Close()
+	w.f, w.direct = f, false
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stratamesh/strata/internal/vfs"
@@ -86,5 +87,53 @@ func TestLogWriterDirectAndBuffered(t *testing.T) {
 				t.Fatalf("file of %d bytes for a log of %d", st.Size(), w.meta.size)
 			}
 		})
+	}
+}
+
+// A file system that opens with O_DIRECT but refuses the writes (EINVAL:
+// its blocks are larger than DirectAlignment) gets the rest of the log
+// through the page cache; nothing written is lost.
+func TestLogWriterLeavesDirectOnEINVAL(t *testing.T) {
+	m := vfs.NewMem()
+	if err := m.MkdirAll("/logs", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	efs := vfs.NewErrorFS(m, vfs.NewFailNth(1, vfs.OnKind(vfs.OpWrite), syscall.EINVAL))
+	w, err := createLogWriter(efs, "/logs", 3, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !w.direct {
+		t.Fatal("not direct to begin with")
+	}
+	var offs []int64
+	var recs [][]byte
+	for i := range 50 {
+		rec := encodeEntry(1, int64(i), -1, bytes.Repeat([]byte{byte(i)}, 3000))
+		off, err := w.append(1, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offs, recs = append(offs, off), append(recs, rec)
+		if i%10 == 9 {
+			if err := w.sync(); err != nil {
+				t.Fatalf("sync %d: %v", i, err)
+			}
+		}
+	}
+	if w.direct {
+		t.Fatal("still direct after EINVAL")
+	}
+	w.close()
+	f, err := m.Open(filepath.Join("/logs", idFileName(3, entryLogExt)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i, off := range offs {
+		got := make([]byte, len(recs[i]))
+		if _, err := readFull(f, got, off); err != nil || !bytes.Equal(got, recs[i]) {
+			t.Fatalf("record %d at %d: %v", i, off, err)
+		}
 	}
 }
