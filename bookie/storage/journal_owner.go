@@ -71,7 +71,7 @@ func decideOwner(s ownerState) (ownerAction, error) {
 		return ownerAdoptIndex, nil
 	default:
 		if s.indexFresh && s.journalFiles {
-			return 0, fmt.Errorf("%w: it holds the journal of owner %s, and this data directory is new; if both are meant to start empty (as after wiping the data directory by hand), empty the journal directory too (storage.RemoveJournal; `strata up --fresh` does)", ErrForeignJournal, s.file)
+			return 0, fmt.Errorf("%w: it holds the journal of owner %s, and this data directory is new; if both are meant to start empty (as after wiping the data directory by hand), remove the journal directory's *.jnl, *.spare and OWNER files too", ErrForeignJournal, s.file)
 		}
 		return ownerAdoptFile, nil
 	}

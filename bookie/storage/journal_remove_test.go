@@ -53,3 +53,35 @@ func TestRemoveJournal(t *testing.T) {
 		t.Fatalf("missing dir: %d %v", n, err)
 	}
 }
+
+// JournalOwnedBy matches a journal directory with its data directory by
+// owner id, on the machine's file system, and with nothing else.
+func TestJournalOwnedBy(t *testing.T) {
+	root := t.TempDir()
+	mk := func(data, journal string) {
+		cfg := DefaultConfig()
+		cfg.Dir, cfg.JournalDir = filepath.Join(root, data), filepath.Join(root, journal)
+		e, err := Open(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("d1", "j1")
+	mk("d2", "j2")
+	for _, c := range []struct {
+		data, journal string
+		want          bool
+	}{
+		{"d1", "j1", true}, {"d2", "j2", true},
+		{"d1", "j2", false}, {"d2", "j1", false},
+		{"nowhere", "j1", false}, {"d1", "nowhere", false},
+	} {
+		got, err := JournalOwnedBy(filepath.Join(root, c.data), filepath.Join(root, c.journal))
+		if err != nil || got != c.want {
+			t.Errorf("JournalOwnedBy(%s, %s) = %v, %v; want %v", c.data, c.journal, got, err, c.want)
+		}
+	}
+}

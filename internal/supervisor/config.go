@@ -19,7 +19,8 @@ type Config struct {
 	// (required).
 	DataDir string
 	// Fresh wipes DataDir before starting, and the journal files of the
-	// bookies whose data lived there but whose journal_dir lies outside.
+	// bookies whose data lived there but whose journal_dir lies outside,
+	// when that journal is the wiped data's (same owner id).
 	// It refuses to wipe a non-empty directory that is not a Strata data
 	// directory.
 	Fresh bool

@@ -72,11 +72,14 @@ func checkOurs(dir string) error {
 
 func populate(cfg Config) error {
 	if cfg.Fresh {
+		journals := ownedJournals(cfg) // before wipe: it reads the data
 		if err := wipe(cfg.DataDir); err != nil {
 			return err
 		}
-		if err := wipeJournals(cfg); err != nil {
-			return err
+		for _, j := range journals {
+			if _, err := storage.RemoveJournal(nil, j.dir); err != nil {
+				return fmt.Errorf("supervisor: --fresh: bookie %s: %w", j.node, err)
+			}
 		}
 	}
 	marker := "This directory holds the data of a Strata mesh run by `strata up`.\n`strata up --fresh` deletes everything in it.\n"
@@ -109,27 +112,44 @@ func wipe(dir string) error {
 	return nil
 }
 
-// wipeJournals removes the journal files of every bookie whose journal
-// lives outside the data directory (the topology's journal_dir) while its
-// data lived inside it, now wiped: the journal belongs to that data and a
-// bookie refuses a journal its new data directory cannot vouch for
-// (storage.ErrForeignJournal). A bookie whose data_dir is outside keeps
-// both, as wipe keeps that data_dir.
-func wipeJournals(cfg Config) error {
+// ownedJournal is a bookie's journal_dir that --fresh empties.
+type ownedJournal struct{ node, dir string }
+
+// ownedJournals returns the journal_dirs that --fresh must empty with the
+// data directory: those of bookies whose data lies in it (default
+// data_dir, or one under it) while the journal lies outside, and that
+// hold that data's journal (the same owner id, storage.JournalOwnedBy).
+// A bookie refuses a journal its new data directory cannot vouch for
+// (storage.ErrForeignJournal), so without this `up --fresh` would stop at
+// it. Any other journal stays: it may be another data directory's, with
+// acknowledged entries only it holds. Those are logged.
+func ownedJournals(cfg Config) []ownedJournal {
 	if cfg.Mesh == nil {
 		return nil
 	}
+	var out []ownedJournal
 	for i := range cfg.Mesh.Regions {
-		for _, n := range cfg.Mesh.Regions[i].NodesOf(topology.RoleBookie) {
-			if n.JournalDir == "" || (n.DataDir != "" && !within(cfg.DataDir, n.DataDir)) || within(cfg.DataDir, n.JournalDir) {
+		r := &cfg.Mesh.Regions[i]
+		for _, n := range r.NodesOf(topology.RoleBookie) {
+			data := n.DataDir
+			if data == "" {
+				data = filepath.Join(cfg.DataDir, r.Name, n.ID)
+			}
+			if n.JournalDir == "" || !within(cfg.DataDir, data) || within(cfg.DataDir, n.JournalDir) {
 				continue
 			}
-			if _, err := storage.RemoveJournal(nil, n.JournalDir); err != nil {
-				return fmt.Errorf("supervisor: --fresh: bookie %s/%s: %w", cfg.Mesh.Regions[i].Name, n.ID, err)
+			name := r.Name + "/" + n.ID
+			owned, err := storage.JournalOwnedBy(data, n.JournalDir)
+			if err != nil || !owned {
+				if cfg.Logger != nil {
+					cfg.Logger.Warn("--fresh keeps a journal_dir that is not the wiped data's journal", "bookie", name, "journal_dir", n.JournalDir, "err", err)
+				}
+				continue
 			}
+			out = append(out, ownedJournal{node: name, dir: n.JournalDir})
 		}
 	}
-	return nil
+	return out
 }
 
 // within reports whether path is dir or lies under it.

@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/stratamesh/strata/bookie/storage"
 	"github.com/stratamesh/strata/internal/meshfile"
 	"github.com/stratamesh/strata/internal/testutil"
 	"github.com/stratamesh/strata/topology"
@@ -273,34 +274,39 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-// --fresh removes the journal files of a bookie whose journal_dir lies
-// outside the data directory when its data lived inside (wiped), and
-// nothing else: a bookie with its own data_dir outside keeps its journal,
-// and other files in a journal_dir stay.
-func TestFreshRemovesOutsideJournals(t *testing.T) {
+// --fresh empties a bookie's journal_dir when the journal is the wiped
+// data's (same owner id) and nothing else: not another data directory's
+// journal (another mesh's data dir with the same topology), not the
+// journal of a bookie whose data_dir lies outside, and no other file.
+func TestFreshRemovesOwnedJournals(t *testing.T) {
 	root := t.TempDir()
-	dataDir := filepath.Join(root, "data")
+	dataA, dataB := filepath.Join(root, "a"), filepath.Join(root, "b")
 	jd1, jd2 := filepath.Join(root, "nvme", "k1"), filepath.Join(root, "nvme", "k2")
-	for _, d := range []string{jd1, jd2} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for _, name := range []string{"0000000000000001.jnl", "0000000000000002.spare", "OWNER", "NOTES.txt"} {
-			if err := os.WriteFile(filepath.Join(d, name), []byte("x"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	mesh := &topology.Mesh{Name: "m", Regions: []topology.Region{{Name: "r", Nodes: []topology.Node{
-		{ID: "k1", Role: topology.RoleBookie, JournalDir: jd1},
-		{ID: "k2", Role: topology.RoleBookie, JournalDir: jd2, DataDir: filepath.Join(root, "k2-data")},
-	}}}}
-	cfg := Config{Mesh: mesh, DataDir: dataDir, TopologyYAML: []byte("x")}
-	unlock, err := prepareDataDir(cfg)
+	k2Data := filepath.Join(root, "k2-data")
+	unlock, err := prepareDataDir(Config{DataDir: dataA, TopologyYAML: []byte("x")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	unlock()
+	// Real bookies: k1's data in mesh A's data dir, k2's outside.
+	for _, b := range []struct{ data, journal string }{{filepath.Join(dataA, "r", "k1"), jd1}, {k2Data, jd2}} {
+		sc := storage.DefaultConfig()
+		sc.Dir, sc.JournalDir = b.data, b.journal
+		e, err := storage.Open(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(b.journal, "NOTES.txt"), []byte("mine"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mesh := &topology.Mesh{Name: "m", Regions: []topology.Region{{Name: "r", Nodes: []topology.Node{
+		{ID: "k1", Role: topology.RoleBookie, JournalDir: jd1},
+		{ID: "k2", Role: topology.RoleBookie, JournalDir: jd2, DataDir: k2Data},
+	}}}}
 	list := func(d string) []string {
 		entries, err := os.ReadDir(d)
 		if err != nil {
@@ -312,18 +318,40 @@ func TestFreshRemovesOutsideJournals(t *testing.T) {
 		}
 		return names
 	}
-	if got := list(jd1); len(got) != 4 {
-		t.Fatalf("up without --fresh touched a journal_dir: %v", got)
+	has := func(names []string, name string) bool {
+		for _, n := range names {
+			if n == name {
+				return true
+			}
+		}
+		return false
 	}
-	cfg.Fresh = true
-	if unlock, err = prepareDataDir(cfg); err != nil {
-		t.Fatal(err)
+	fresh := func(dataDir string) {
+		t.Helper()
+		unlock, err := prepareDataDir(Config{Mesh: mesh, DataDir: dataDir, TopologyYAML: []byte("x"), Fresh: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		unlock()
 	}
-	unlock()
+	// --fresh on another data directory: k1's journal is mesh A's.
+	fresh(dataB)
+	if got := list(jd1); !has(got, "OWNER") {
+		t.Fatalf("--fresh of another data dir emptied mesh A's journal: %v", got)
+	}
+	fresh(dataA)
 	if got := list(jd1); len(got) != 1 || got[0] != "NOTES.txt" {
-		t.Fatalf("k1's journal_dir after --fresh: %v, want only NOTES.txt", got)
+		t.Fatalf("k1's journal_dir after --fresh of its data dir: %v, want only NOTES.txt", got)
 	}
-	if got := list(jd2); len(got) != 4 {
+	if got := list(jd2); !has(got, "OWNER") || !has(got, "NOTES.txt") {
 		t.Fatalf("k2 (own data_dir, not wiped) lost journal files: %v", got)
 	}
+	// The emptied journal_dir starts a new bookie on the wiped data dir.
+	sc := storage.DefaultConfig()
+	sc.Dir, sc.JournalDir = filepath.Join(dataA, "r", "k1"), jd1
+	e, err := storage.Open(sc)
+	if err != nil {
+		t.Fatalf("new bookie on the fresh data dir: %v", err)
+	}
+	e.Close()
 }
