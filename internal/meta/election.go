@@ -60,18 +60,24 @@ func (s *Store) Campaign(ctx context.Context, election, value string, lease *Lea
 		err = s.waitTurn(cctx, s.abs(election)+"/", createRev)
 	}
 	if err != nil {
-		s.withdraw(election, lease)
+		s.withdraw(election, lease, createRev)
 		lease.dropSession(sess)
 		if ctx.Err() == nil && lease.lostCtx.Err() != nil {
 			return nil, fmt.Errorf("meta: campaign %q: %w", election, ErrLeaseLost)
 		}
 		return nil, s.wrapErr("campaign", election, err)
 	}
-	elec := concurrency.ResumeElection(sess, s.abs(election), s.candidateKey(election, lease), createRev)
+	elec := concurrency.ResumeElection(sess, s.abs(election)+"/", s.candidateKey(election, lease), createRev)
 	// waitTurn can return after the candidate's own key expired (it only
-	// waits for the earlier keys to go). Check the key is
-	// still ours, and take its mod revision for use in a Cond.
+	// waits for the earlier keys to go), or was deleted and made again
+	// (a later place in the queue). Check the key is still this
+	// candidacy's, and take its mod revision for use in a Cond.
 	resp, err := s.client.Get(cctx, elec.Key())
+	if err == nil && len(resp.Kvs) > 0 && LeaseID(resp.Kvs[0].Lease) == lease.id && resp.Kvs[0].CreateRevision != createRev {
+		lease.dropSession(sess)
+		return nil, fmt.Errorf("meta: campaign %q: the candidate key was deleted and made again while waiting (revision %d, joined at %d)",
+			election, resp.Kvs[0].CreateRevision, createRev)
+	}
 	if err != nil || len(resp.Kvs) == 0 || LeaseID(resp.Kvs[0].Lease) != lease.id {
 		// Best effort: the key is gone or going with the lease anyway.
 		_ = elec.Resign(s.ctx)
@@ -121,12 +127,25 @@ func (s *Store) join(election, value string, lease *Lease) (int64, error) {
 	if len(kvs) == 0 {
 		return 0, fmt.Errorf("candidate key %s vanished", k)
 	}
+	rev := kvs[0].CreateRevision
+	if testHookJoinFound != nil {
+		testHookJoinFound()
+	}
 	if string(kvs[0].Value) != value {
-		if _, err := s.client.Put(ctx, k, value, clientv3.WithLease(clientv3.LeaseID(lease.id))); err != nil {
-			return 0, err
+		// Only onto the same key: if it went meanwhile, a plain put
+		// would make a new one, later in the queue than rev says.
+		resp, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(k), "=", rev)).
+			Then(clientv3.OpPut(k, value, clientv3.WithLease(clientv3.LeaseID(lease.id)))).
+			Commit()
+		if err != nil {
+			return rev, err
+		}
+		if !resp.Succeeded {
+			return rev, fmt.Errorf("candidate key %s went while its value was set", k)
 		}
 	}
-	return kvs[0].CreateRevision, nil
+	return rev, nil
 }
 
 // waitTurn blocks until no key under prefix created before rev remains:
@@ -169,19 +188,27 @@ func (s *Store) waitDeleted(ctx context.Context, key string, rev int64) error {
 	return errors.New("watch ended while waiting for a delete")
 }
 
-// withdraw deletes lease's candidate key in election, if it is there, after
-// a failed Campaign: a key left behind would later win the election with
-// nobody acting as leader, for as long as the lease lives. Best effort, bounded by candidateOpTimeout; a key it fails to
-// delete still goes with the lease.
-func (s *Store) withdraw(election string, lease *Lease) {
+// withdraw deletes lease's candidate key in election after a failed
+// Campaign: a key left behind would later win the election with nobody
+// acting as leader, for as long as the lease lives. With createRev (> 0,
+// the key's create revision as join saw it) only that key goes, not one
+// made again since; without (join's outcome unknown), any key of lease's.
+// Best effort, bounded by candidateOpTimeout; a key it fails to delete
+// still goes with the lease.
+func (s *Store) withdraw(election string, lease *Lease, createRev int64) {
 	ctx, cancel := context.WithTimeout(s.ctx, candidateOpTimeout)
 	defer cancel()
 	k := s.candidateKey(election, lease)
-	_, _ = s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.LeaseValue(k), "=", int64(lease.id))).
-		Then(clientv3.OpDelete(k)).
-		Commit()
+	cond := clientv3.Compare(clientv3.LeaseValue(k), "=", int64(lease.id))
+	if createRev > 0 {
+		cond = clientv3.Compare(clientv3.CreateRevision(k), "=", createRev)
+	}
+	_, _ = s.client.Txn(ctx).If(cond).Then(clientv3.OpDelete(k)).Commit()
 }
+
+// testHookJoinFound, when set by a test, runs when join finds the key
+// already there, before it sets the value.
+var testHookJoinFound func()
 
 // candidateOpTimeout bounds join's put and withdraw's delete.
 const candidateOpTimeout = 5 * time.Second

@@ -209,3 +209,34 @@ func TestCanceledCampaignLeavesNoCandidate(t *testing.T) {
 		}
 	}
 }
+
+// Resuming a candidacy with a new value, while the key goes (here: the
+// leadership it resumes resigns), must not make the key again: a new key
+// is later in the queue than the revision the campaign waits on, and it
+// would win at once, beside whoever leads by then.
+func TestResumedCampaignDoesNotRemakeAGoneKey(t *testing.T) {
+	s := openStore(t) // not parallel: it sets testHookJoinFound
+	ctx := testCtx(t)
+	la := grant(t, s)
+	l1, err := s.Campaign(ctx, "el", "a", la)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testHookJoinFound = func() {
+		testHookJoinFound = nil
+		if err := l1.Resign(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { testHookJoinFound = nil })
+	if l2, err := s.Campaign(ctx, "el", "b", la); err == nil {
+		t.Fatalf("campaign won on a key made again: %q", l2.Key())
+	}
+	kvs, err := s.List(ctx, "el/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kvs) != 0 {
+		t.Fatalf("candidates left: %+v", kvs)
+	}
+}
