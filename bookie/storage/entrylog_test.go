@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -23,7 +24,7 @@ func TestLogWriterDirectAndBuffered(t *testing.T) {
 			if err := m.MkdirAll("/logs", 0o755); err != nil {
 				t.Fatal(err)
 			}
-			w, err := createLogWriter(m, "/logs", 7, false)
+			w, err := createLogWriter(m, "/logs", 7, false, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,6 +54,9 @@ func TestLogWriterDirectAndBuffered(t *testing.T) {
 				if err := w.sync(); err != nil {
 					t.Fatal(err)
 				}
+			}
+			if w.direct != direct {
+				t.Fatalf("after writing, direct=%v (a refused write fell back?)", w.direct)
 			}
 			if err := w.close(); err != nil {
 				t.Fatal(err)
@@ -99,7 +103,7 @@ func TestLogWriterLeavesDirectOnEINVAL(t *testing.T) {
 		t.Fatal(err)
 	}
 	efs := vfs.NewErrorFS(m, vfs.NewFailNth(1, vfs.OnKind(vfs.OpWrite), syscall.EINVAL))
-	w, err := createLogWriter(efs, "/logs", 3, false)
+	w, err := createLogWriter(efs, "/logs", 3, false, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -243,7 +243,7 @@ func (e *Engine) currentLog() (*logWriter, error) {
 		e.cur = nil
 	}
 	id := e.logs.allocID()
-	w, err := createLogWriter(e.cfg.FS, e.logDir, id, e.cfg.DisableFsync)
+	w, err := createLogWriter(e.cfg.FS, e.logDir, id, e.cfg.DisableFsync, e.log)
 	if err != nil {
 		return nil, err
 	}

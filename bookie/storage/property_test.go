@@ -102,8 +102,8 @@ func propConfig(fs vfs.FS) Config {
 func TestPropertyRandomOpsAndCrashes(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		mem := vfs.NewMem()
-		// Journal and entry logs written with direct I/O, or through the
-		// page cache (a file system without O_DIRECT).
+		// Entry logs written with direct I/O, or through the page cache
+		// (a file system without O_DIRECT).
 		mem.SetDirectIO(rapid.Bool().Draw(rt, "direct"))
 		e, err := Open(propConfig(mem))
 		if err != nil {
