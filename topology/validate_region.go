@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"path"
 	"slices"
 	"sort"
 	"strconv"
@@ -115,6 +116,15 @@ func (r *report) checkNodes(p string, rg *Region) {
 		}
 	}
 	r.unique(np, "id", "node id", ids)
+	// Two bookies on one host cannot share a journal directory: each
+	// journal is tied to its own data directory (an owner id).
+	journals := make([]string, len(rg.Nodes))
+	for i, n := range rg.Nodes {
+		if n.JournalDir != "" {
+			journals[i] = n.Host + ":" + path.Clean(n.JournalDir)
+		}
+	}
+	r.unique(np, "journal_dir", "host:journal_dir", journals)
 	r.checkMetaNodes(p, rg)
 }
 
