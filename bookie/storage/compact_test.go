@@ -55,6 +55,22 @@ func TestCompactionReclaimsDeletedLedger(t *testing.T) {
 				default:
 				}
 				i := rng.Int64N(100)
+				if seed%2 == 1 { // half the readers read ranges (readRun)
+					j := min(i+rng.Int64N(30), 99)
+					got, err := e.ReadRange(1, i, j, 0)
+					if err != nil || len(got) != int(j-i+1) {
+						t.Errorf("range 1/%d..%d during compaction: %d entries, %v", i, j, len(got), err)
+						return
+					}
+					for k, ent := range got {
+						if ent.EntryID != i+int64(k) || string(ent.Payload) != string(payload(1, ent.EntryID)) {
+							t.Errorf("range 1/%d..%d during compaction: entry %d wrong", i, j, k)
+							return
+						}
+					}
+					reads.Add(1)
+					continue
+				}
 				got, err := e.Read(1, i)
 				if err != nil || string(got.Payload) != string(payload(1, i)) {
 					t.Errorf("read 1/%d during compaction: %v", i, err)

@@ -1,10 +1,13 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -536,5 +539,48 @@ func TestReadOnlyJournalDirFull(t *testing.T) {
 	set(filepath.Join(cfg2.Dir, "journal"), 0.97, false)
 	if u := e2.Usage(); !u.ReadOnly || u.JournalDir != "" || u.JournalTotalBytes != 0 {
 		t.Fatalf("journal/ under the data dir on a full device: usage %+v, want read-only, no journal dir named", u)
+	}
+}
+
+// ReadRange reads entries that lie back to back in an entry log with one
+// read (readRun), not one per entry, across ledgers flushed together and
+// flushes appended to one log, and still returns each entry checked.
+func TestReadRangeCoalescesLogReads(t *testing.T) {
+	var reads atomic.Int64
+	efs := vfs.NewErrorFS(vfs.NewMem(), vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpRead && strings.Contains(op.Path, "/"+logsDir+"/") {
+			reads.Add(1)
+		}
+		return nil
+	}))
+	e := open(t, testConfig(efs))
+	for round := range 2 { // two flushes into one log, two ledgers in each
+		addMany(t, e, 1, int64(round*100), 100)
+		addMany(t, e, 2, int64(round*100), 100)
+		flush(t, e)
+	}
+	reads.Store(0)
+	got, err := e.ReadRange(1, 0, 199, 0)
+	if err != nil || len(got) != 200 {
+		t.Fatalf("ReadRange: %d entries, %v", len(got), err)
+	}
+	if n := reads.Load(); n != 2 { // one run per flush: ledger 2's entries lie between
+		t.Fatalf("ReadRange of 200 entries in two runs made %d log reads, want 2", n)
+	}
+	for i, ent := range got {
+		if ent.EntryID != int64(i) {
+			t.Fatalf("entry %d is %d", i, ent.EntryID)
+		}
+		single, err := e.Read(1, ent.EntryID)
+		if err != nil || !bytes.Equal(single.Payload, ent.Payload) || single.LAC != ent.LAC {
+			t.Fatalf("entry %d from the range differs from a single read: %v", i, err)
+		}
+	}
+	reads.Store(0)
+	if got, err := e.ReadRange(2, 50, 149, 0); err != nil || len(got) != 100 || got[0].EntryID != 50 || got[99].EntryID != 149 {
+		t.Fatalf("ReadRange of ledger 2: %d entries, %v", len(got), err)
+	}
+	if n := reads.Load(); n != 2 {
+		t.Fatalf("ReadRange of 100 entries in two runs made %d log reads, want 2", n)
 	}
 }

@@ -171,13 +171,32 @@ func (e *Engine) ReadRange(ledgerID, first, last int64, maxBytes int) ([]Entry, 
 	}
 	var out []Entry
 	total := 0
+	var run []Entry // entries read ahead from one entry log (readRun)
 	for id := max(first, 0); id <= last; id++ {
-		ent, err := e.readEntry(ledgerID, id)
-		if errors.Is(err, ErrNoEntry) {
-			break
+		if len(run) == 0 {
+			if _, cached := e.cache.get(ledgerID, id); !cached && !e.indexHidden(ledgerID) {
+				budget := 0
+				if maxBytes > 0 {
+					budget = max(maxBytes-total, 1)
+				}
+				var err error
+				if run, err = e.readRun(ledgerID, id, last, budget); errors.Is(err, errLogGone) {
+					run = nil // compacted away meanwhile: one by one below
+				} else if err != nil && len(run) == 0 {
+					return out, err
+				}
+			}
 		}
-		if err != nil {
-			return out, err
+		var ent Entry
+		if len(run) > 0 && run[0].EntryID == id {
+			ent, run = run[0], run[1:]
+		} else {
+			var err error
+			if ent, err = e.readEntry(ledgerID, id); errors.Is(err, ErrNoEntry) {
+				break
+			} else if err != nil {
+				return out, err
+			}
 		}
 		if maxBytes > 0 && len(out) > 0 && total+len(ent.Payload) > maxBytes {
 			break

@@ -331,6 +331,10 @@ func (f *errorFile) StartWriteback(off, length int64) error {
 	return StartWriteback(f.f, off, length)
 }
 
+func (f *errorFile) Prefetch(off, length int64) error {
+	return Prefetch(f.f, off, length)
+}
+
 func (f *errorFile) Truncate(size int64) error {
 	if err := f.fs.maybe(Op{Kind: OpTruncate, Path: f.name, Off: size}); err != nil {
 		return err

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 func osDiskSpace(dir string) (DiskSpace, error) {
@@ -28,6 +30,11 @@ func (f osFile) SyncData() error {
 func (f osFile) StartWriteback(off, length int64) error {
 	const syncFileRangeWrite = 0x2
 	return f.control("sync_file_range", func(fd int) error { return syscall.SyncFileRange(fd, off, length, syncFileRangeWrite) })
+}
+
+// Prefetch calls posix_fadvise(POSIX_FADV_WILLNEED).
+func (f osFile) Prefetch(off, length int64) error {
+	return f.control("fadvise", func(fd int) error { return unix.Fadvise(fd, off, length, unix.FADV_WILLNEED) })
 }
 
 // control runs op on the file's descriptor, retrying on EINTR.

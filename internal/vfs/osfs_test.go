@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -21,6 +22,12 @@ func TestOSFS(t *testing.T) {
 	mustWrite(t, f, "hello")
 	if err := StartWriteback(f, 0, 5); err != nil {
 		t.Fatalf("start writeback: %v", err)
+	}
+	if err := Prefetch(f, 0, 1<<20); err != nil {
+		t.Fatalf("prefetch: %v", err)
+	}
+	if _, ok := f.(Prefetcher); !ok && runtime.GOOS == "linux" {
+		t.Fatal("an OS file is not a Prefetcher")
 	}
 	if err := SyncData(f); err != nil {
 		t.Fatal(err)

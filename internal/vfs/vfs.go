@@ -90,6 +90,22 @@ type WritebackStarter interface {
 	StartWriteback(off, length int64) error
 }
 
+// Prefetcher is implemented by files that can start reading a range into
+// the page cache without waiting (posix_fadvise(POSIX_FADV_WILLNEED) on
+// Linux), for a reader about to ask for it. A hint only. Optional.
+type Prefetcher interface {
+	Prefetch(off, length int64) error
+}
+
+// Prefetch calls f.Prefetch if f implements Prefetcher; otherwise it does
+// nothing.
+func Prefetch(f File, off, length int64) error {
+	if p, ok := f.(Prefetcher); ok {
+		return p.Prefetch(off, length)
+	}
+	return nil
+}
+
 // StartWriteback calls f.StartWriteback if f implements WritebackStarter.
 func StartWriteback(f File, off, length int64) error {
 	if w, ok := f.(WritebackStarter); ok {
