@@ -24,7 +24,9 @@
 //     by (ledger, entry), fsyncs, then commits one index batch. Logs are
 //     written with direct I/O where the file system has it (whole aligned
 //     blocks, the partial last one rewritten by the next write), so flushes
-//     cost no page-cache copy or write-back CPU.
+//     cost no page-cache copy or write-back CPU. Range reads read each run
+//     of adjacent entries with one read and prefetch what follows
+//     (readrun.go), as a flushed entry is not in the page cache.
 //   - index/ — the location index, a pebble database (index.go):
 //     (ledger, entry) → (log, offset, size), per-ledger records (master
 //     key, fenced, LAC, counts), per-log live accounting and the
