@@ -35,6 +35,7 @@ func checkMesh(r *report, m *Mesh) {
 	}
 	r.unique("regions", "name", "region", names)
 	r.checkPortClashes(m)
+	r.checkJournalDirClashes(m)
 	r.checkTenants(m)
 }
 

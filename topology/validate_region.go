@@ -116,15 +116,6 @@ func (r *report) checkNodes(p string, rg *Region) {
 		}
 	}
 	r.unique(np, "id", "node id", ids)
-	// Two bookies on one host cannot share a journal directory: each
-	// journal is tied to its own data directory (an owner id).
-	journals := make([]string, len(rg.Nodes))
-	for i, n := range rg.Nodes {
-		if n.JournalDir != "" {
-			journals[i] = n.Host + ":" + path.Clean(n.JournalDir)
-		}
-	}
-	r.unique(np, "journal_dir", "host:journal_dir", journals)
 	r.checkMetaNodes(p, rg)
 }
 
@@ -195,6 +186,28 @@ func (r *report) checkPortClashes(m *Mesh) {
 				}
 				first[key] = path
 			}
+		}
+	}
+}
+
+// checkJournalDirClashes: two bookies on one host, in any regions, cannot
+// share a journal_dir: each journal is tied to its own data directory (an
+// owner id), and the second bookie would refuse to start.
+func (r *report) checkJournalDirClashes(m *Mesh) {
+	first := map[string]string{}
+	for i := range m.Regions {
+		for j := range m.Regions[i].Nodes {
+			n := &m.Regions[i].Nodes[j]
+			if n.Host == "" || n.JournalDir == "" {
+				continue
+			}
+			p := field(elem(field(elem("regions", i), "nodes"), j), "journal_dir")
+			key := strings.ToLower(n.Host) + " " + path.Clean(n.JournalDir)
+			if f, clash := first[key]; clash {
+				r.errorf(p, "journal_dir %s on host %s is also %s (line %d): two bookies cannot share a journal", n.JournalDir, n.Host, f, r.ix.at(f).line)
+				continue
+			}
+			first[key] = p
 		}
 	}
 }
