@@ -3,6 +3,7 @@ package storage
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // cacheGen is one generation of the write cache: stored entries by ledger
@@ -113,6 +114,10 @@ type writeCache struct {
 	mu       sync.RWMutex
 	active   *cacheGen
 	flushing *cacheGen // nil unless a flush is running
+	// drops counts flushed generations dropped (under mu, with the drop):
+	// a reader that saw the index before a drop and the cache after it
+	// would miss entries the flush moved (readRun checks it).
+	drops atomic.Uint64
 }
 
 // get looks an entry up, newest generation first. Callers hold mu (read).

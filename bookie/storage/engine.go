@@ -75,6 +75,7 @@ type testHooks struct {
 	afterDeleteLog    func() // DeleteLedger: delete journaled, index not yet updated
 	afterCompactCopy  func() // compaction: copies synced, index not yet updated
 	afterCompactIndex func() // compaction: index updated, old logs not yet removed
+	readRunScanning   func() // readRun: index snapshot taken, cache not yet checked
 }
 
 // Open opens (creating if needed) the engine in cfg.Dir (and

@@ -584,3 +584,35 @@ func TestReadRangeCoalescesLogReads(t *testing.T) {
 		t.Fatalf("ReadRange of 100 entries in two runs made %d log reads, want 2", n)
 	}
 }
+
+// A flush that moves entries to the log and drops them from the cache
+// between readRun's index snapshot and its cache checks must not make
+// ReadRange return the older copies of entries rewritten before it began.
+func TestReadRangeAcrossAFlushReturnsTheNewestCopies(t *testing.T) {
+	e := open(t, testConfig(vfs.NewMem()))
+	for i := int64(0); i < 10; i++ {
+		mustAdd(t, e, AddRequest{LedgerID: 1, EntryID: i, LAC: i - 1, MasterKey: key(1), Payload: []byte("same")})
+	}
+	flush(t, e)
+	for i := int64(5); i < 10; i++ { // rewritten (as by recovery) with a newer LAC
+		mustAdd(t, e, AddRequest{LedgerID: 1, EntryID: i, LAC: 100 + i, MasterKey: key(1), Payload: []byte("same")})
+	}
+	e.hooks.readRunScanning = func() {
+		e.hooks.readRunScanning = nil
+		if err := e.Flush(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}
+	got, err := e.ReadRange(1, 0, 9, 0)
+	if err != nil || len(got) != 10 {
+		t.Fatalf("ReadRange: %d entries, %v", len(got), err)
+	}
+	if e.hooks.readRunScanning != nil {
+		t.Fatal("the hook never ran: the test did not reach readRun")
+	}
+	for _, ent := range got[5:] {
+		if ent.LAC != 100+ent.EntryID {
+			t.Fatalf("entry %d: LAC %d, the copy from before its rewrite (want %d)", ent.EntryID, ent.LAC, 100+ent.EntryID)
+		}
+	}
+}

@@ -108,6 +108,7 @@ func (e *Engine) flushLocked() error {
 	}
 	e.mu.Unlock()
 	e.cache.mu.Lock()
+	e.cache.drops.Add(1)
 	e.cache.flushing = nil
 	e.cache.mu.Unlock()
 	e.checkpoint = gen.end

@@ -319,10 +319,11 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	panic("bookie: index: " + msg)
 }
 
-// locations calls fn with the location of each indexed entry of ledger
-// from first to last, in entry order (gaps skipped), until fn returns
-// false: one index scan instead of a lookup per entry.
-func (ix *index) locations(ledger, first, last int64, fn func(entry int64, loc location) bool) error {
+// locations calls fn with the encoded location (decodeLocation) of each
+// indexed entry of ledger from first to last, in entry order (gaps
+// skipped), until fn returns false: one index scan instead of a lookup
+// per entry. The value is valid only during the call.
+func (ix *index) locations(ledger, first, last int64, fn func(entry int64, loc []byte) bool) error {
 	upper := entryKey(ledger, last)
 	upper = append(upper, 0) // just past entryKey(ledger, last)
 	it, err := ix.db.NewIter(&pebble.IterOptions{LowerBound: entryKey(ledger, first), UpperBound: upper})
@@ -335,12 +336,7 @@ func (ix *index) locations(ledger, first, last int64, fn func(entry int64, loc l
 			it.Close()
 			return fmt.Errorf("%w: index key of %d bytes among entry locations", ErrCorrupt, len(k))
 		}
-		loc, err := decodeLocation(it.Value())
-		if err != nil {
-			it.Close()
-			return err
-		}
-		if !fn(int64(binary.BigEndian.Uint64(k[9:])), loc) {
+		if !fn(int64(binary.BigEndian.Uint64(k[9:])), it.Value()) {
 			break
 		}
 	}

@@ -179,12 +179,9 @@ func (e *Engine) ReadRange(ledgerID, first, last int64, maxBytes int) ([]Entry, 
 				if maxBytes > 0 {
 					budget = max(maxBytes-total, 1)
 				}
-				var err error
-				if run, err = e.readRun(ledgerID, id, last, budget); errors.Is(err, errLogGone) {
-					run = nil // compacted away meanwhile: one by one below
-				} else if err != nil && len(run) == 0 {
-					return out, err
-				}
+				// An error is left to the one-by-one read below, which
+				// reports it exactly; run holds the entries before it.
+				run, _ = e.readRun(ledgerID, id, last, budget)
 			}
 		}
 		var ent Entry

@@ -20,10 +20,14 @@ const (
 // adjacent) up to last, maxBytes of payload (the first entry always) and
 // readRunMaxBytes, with one positional read, and checks each (CRC and
 // ids). It stops before an entry in the write cache (whose copy is the
-// one to return), a gap, or a jump to another log or offset; it returns
-// no entries, without error, when first itself is not in a log (the
-// caller reads it alone). errLogGone: compaction retired the log; the
-// caller reads the entries one by one.
+// one to return), a gap, a jump to another log or offset, or a location
+// that does not decode. It returns no entries, without error, when first
+// itself is not in a log or a flush dropped its cache generation while
+// the run was being found (the index it scanned may predate entries the
+// cache no longer holds). With an error it returns the entries before the
+// failing one, if any; ReadRange then reads the rest one by one, which
+// reports the error exactly (the contract of ReadRange), as it does after
+// errLogGone (compaction retired the log).
 func (e *Engine) readRun(ledger, first, last int64, maxBytes int) ([]Entry, error) {
 	type span struct {
 		entry int64
@@ -31,18 +35,34 @@ func (e *Engine) readRun(ledger, first, last int64, maxBytes int) ([]Entry, erro
 	}
 	var run []span
 	var bytes, payload int64
-	err := e.ix.locations(ledger, first, last, func(entry int64, loc location) bool {
-		if n := len(run); n > 0 {
-			prev := run[n-1]
-			if entry != prev.entry+1 || loc.log != prev.loc.log || loc.off != prev.loc.off+int64(prev.loc.size) ||
-				bytes+int64(loc.size) > readRunMaxBytes ||
-				(maxBytes > 0 && payload+entryPayloadLen(int(loc.size)) > int64(maxBytes)) {
-				return false
-			}
-		} else if entry != first {
+	jumped := false // the run ended where the ledger's entries stop lying back to back
+	drops := e.cache.drops.Load()
+	err := e.ix.locations(ledger, first, last, func(entry int64, v []byte) bool {
+		if h := e.hooks.readRunScanning; h != nil && len(run) == 0 {
+			h()
+		}
+		if (len(run) == 0 && entry != first) || (len(run) > 0 && entry != run[len(run)-1].entry+1) {
+			jumped = true
 			return false
 		}
+		loc, err := decodeLocation(v)
+		if err != nil || loc.size < entryHeaderSize {
+			jumped = true
+			return false
+		}
+		if n := len(run); n > 0 {
+			prev := run[n-1].loc
+			if loc.log != prev.log || loc.off != prev.off+int64(prev.size) {
+				jumped = true
+				return false
+			}
+			if bytes+int64(loc.size) > readRunMaxBytes ||
+				(maxBytes > 0 && payload+entryPayloadLen(int(loc.size)) > int64(maxBytes)) {
+				return false // the reader's next range goes on from here
+			}
+		}
 		if _, cached := e.cache.get(ledger, entry); cached {
+			jumped = true
 			return false
 		}
 		run = append(run, span{entry, loc})
@@ -50,13 +70,8 @@ func (e *Engine) readRun(ledger, first, last int64, maxBytes int) ([]Entry, erro
 		payload += entryPayloadLen(int(loc.size))
 		return true
 	})
-	if err != nil || len(run) == 0 {
+	if err != nil || len(run) == 0 || e.cache.drops.Load() != drops {
 		return nil, err
-	}
-	for _, s := range run {
-		if s.loc.size < entryHeaderSize {
-			return nil, fmt.Errorf("%w: location of %d bytes", ErrCorrupt, s.loc.size)
-		}
 	}
 	lf, err := e.logs.acquire(run[0].loc.log)
 	if err != nil {
@@ -68,10 +83,12 @@ func (e *Engine) readRun(ledger, first, last int64, maxBytes int) ([]Entry, erro
 	if _, err := readFull(lf.f, buf, start); err != nil {
 		return nil, fmt.Errorf("%w: entry log %016x offset %d: %v", ErrCorrupt, run[0].loc.log, start, err)
 	}
-	if len(run) >= readAheadMinRun {
-		// A reader going through a ledger: have the log's next bytes
-		// read into the page cache while it handles these (entry logs
-		// are written with direct I/O, so a flushed entry is not there).
+	if len(run) >= readAheadMinRun && !jumped {
+		// A reader going through a ledger, whose next entries follow in
+		// this log: have them read into the page cache while it handles
+		// these (entry logs are written with direct I/O, so a flushed
+		// entry is not there). Not after a jump: what follows is other
+		// ledgers' data.
 		vfs.Prefetch(lf.f, start+bytes, readAheadBytes)
 	}
 	out := make([]Entry, 0, len(run))
