@@ -65,9 +65,16 @@ func decideOwner(s ownerState) (ownerAction, error) {
 		if s.journalFiles {
 			return 0, fmt.Errorf("%w: it holds journal files but no owner id (this data directory's is %s)", ErrForeignJournal, s.index)
 		}
-		// An empty journal directory: a crash before the file was
-		// written, or a replaced journal device. In the second case the
-		// replay finds the checkpoint's journal file missing and refuses.
+		if s.indexFresh {
+			// The id went into the index after the file (ownerCreate), so
+			// the journal directory was emptied or replaced, and with no
+			// checkpoint yet every add acknowledged so far lived only in
+			// that journal. Nothing would tell the loss apart later.
+			return 0, fmt.Errorf("%w: it is empty, while this data directory (owner %s) has no checkpoint yet: any acknowledged adds were only in the journal that was there; restore it, or empty the data directory too to start a new bookie", ErrForeignJournal, s.index)
+		}
+		// An empty journal directory after a checkpoint: a replaced
+		// journal device, or one emptied after a clean stop. The replay
+		// finds the checkpoint's journal file missing and refuses.
 		return ownerAdoptIndex, nil
 	default:
 		if s.indexFresh && s.journalFiles {

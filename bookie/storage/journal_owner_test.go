@@ -25,6 +25,7 @@ func TestDecideOwner(t *testing.T) {
 		{"crash after the file, before the index, new bookie", ownerState{file: a, indexFresh: true}, ownerAdoptFile, false},
 		{"new data dir, another's journal", ownerState{file: a, indexFresh: true, journalFiles: true}, 0, true},
 		{"empty journal dir (replay checks the checkpoint)", ownerState{index: a}, ownerAdoptIndex, false},
+		{"empty journal dir, no checkpoint yet", ownerState{index: a, indexFresh: true}, 0, true},
 		{"journal files without an owner id", ownerState{index: a, journalFiles: true}, 0, true},
 	}
 	for _, c := range cases {
@@ -127,5 +128,31 @@ func TestReplacedJournalDeviceRefused(t *testing.T) {
 	}
 	if _, err := Open(journalDirConfig(mem, "/data", "/j")); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("empty journal device: %v", err)
+	}
+}
+
+// TestEmptiedJournalBeforeTheFirstFlushRefused: acknowledged adds that
+// live only in the journal (no flush, hence no checkpoint, yet) are not
+// silently dropped when the journal directory comes back empty.
+func TestEmptiedJournalBeforeTheFirstFlushRefused(t *testing.T) {
+	mem := vfs.NewMem()
+	e := open(t, journalDirConfig(mem, "/data", "/j"))
+	addMany(t, e, 1, 0, 5)
+	crashed := mem.CrashClone() // before any flush
+	e.Close()
+	names, err := crashed.List("/j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if err := crashed.Remove(filepath.Join("/j", n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e2, err := Open(journalDirConfig(crashed, "/data", "/j")); !errors.Is(err, ErrForeignJournal) {
+		if err == nil {
+			e2.Close()
+		}
+		t.Fatalf("emptied journal before the first flush: %v, want ErrForeignJournal", err)
 	}
 }
