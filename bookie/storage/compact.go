@@ -145,7 +145,7 @@ func (e *Engine) compact(ctx context.Context) (CompactStats, error) {
 	if len(compact) == 0 {
 		return st, nil
 	}
-	w, err := createLogWriter(e.cfg.FS, e.logDir, e.logs.allocID(), e.cfg.DisableFsync, e.log)
+	w, err := createLogWriter(e.cfg.FS, e.logDir, e.logs.allocID(), e.cfg.DisableFsync, e.cfg.EntryLogDirectIO, e.log)
 	if err != nil {
 		return st, err
 	}

@@ -21,12 +21,12 @@
 //   - the write cache (cache.go): acked entries, readable at once, until a
 //     flush moves them to an entry log.
 //   - logs/ — entry logs (entrylog.go): each flush writes the cache sorted
-//     by (ledger, entry), fsyncs, then commits one index batch. Logs are
-//     written with direct I/O where the file system has it (whole aligned
-//     blocks, the partial last one rewritten by the next write), so flushes
-//     cost no page-cache copy or write-back CPU. Range reads read each run
-//     of adjacent entries with one read and prefetch what follows
-//     (readrun.go), as a flushed entry is not in the page cache.
+//     by (ledger, entry), fsyncs, then commits one index batch. With
+//     Config.EntryLogDirectIO, logs are written with direct I/O where the
+//     file system has it (whole aligned blocks, the partial last one
+//     rewritten by the next write): less CPU per flush, but flushed entries
+//     are not in the page cache. Range reads read each run of adjacent
+//     entries with one read and prefetch what follows (readrun.go).
 //   - index/ — the location index, a pebble database (index.go):
 //     (ledger, entry) → (log, offset, size), per-ledger records (master
 //     key, fenced, LAC, counts), per-log live accounting and the

@@ -43,7 +43,9 @@ type Engine struct {
 
 	ix   *index
 	logs *logSet
-	j    *journal
+	// prefetches queue read-ahead requests for runPrefetcher (readrun.go).
+	prefetches chan prefetchReq
+	j          *journal
 
 	// flushMu serialises every change of the index: flush, DeleteLedger
 	// and compaction's commit. It guards cur and checkpoint.
@@ -116,8 +118,10 @@ func Open(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.checkDisk()
-	e.bg.Add(1)
+	e.prefetches = make(chan prefetchReq, prefetchQueue)
+	e.bg.Add(2)
 	go e.runFlusher()
+	go e.runPrefetcher()
 	if cfg.CompactInterval > 0 {
 		e.bg.Add(1)
 		go e.runCompactor()

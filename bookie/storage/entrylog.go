@@ -147,6 +147,18 @@ func (s *logSet) acquire(id uint64) (*logFile, error) {
 	return lf, nil
 }
 
+// addRef takes another reference on lf, which the caller holds one on;
+// false if it was retired meanwhile (then nothing is taken).
+func (s *logSet) addRef(lf *logFile) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lf.retired {
+		return false
+	}
+	lf.refs++
+	return true
+}
+
 func (s *logSet) release(lf *logFile) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -239,8 +251,8 @@ func (s *logSet) close() {
 // logWriter appends stored entries to a new entry log through a buffer.
 // Owned by one flush or compaction at a time.
 //
-// Where the file system allows, the log is written with direct I/O
-// (BookKeeper's DirectIO entry logger does the same): the bytes skip the
+// With Config.EntryLogDirectIO, where the file system allows, the log is
+// written with direct I/O (as BookKeeper's DirectIO entry logger): the bytes skip the
 // page cache, which on a busy bookie costs an order of magnitude more CPU
 // per byte than the disk's own transfer (docs/perf.md). Direct writes must
 // be whole aligned blocks, so the partial block at the end of what was
@@ -268,8 +280,16 @@ type logWriter struct {
 
 const logWriteBuffer = 1 << 20
 
-func createLogWriter(fsys vfs.FS, dir string, id uint64, noSync bool, log *slog.Logger) (*logWriter, error) {
-	f, direct, err := vfs.CreateDirect(fsys, filepath.Join(dir, idFileName(id, entryLogExt)))
+func createLogWriter(fsys vfs.FS, dir string, id uint64, noSync, wantDirect bool, log *slog.Logger) (*logWriter, error) {
+	name := filepath.Join(dir, idFileName(id, entryLogExt))
+	var f vfs.File
+	var direct bool
+	var err error
+	if wantDirect {
+		f, direct, err = vfs.CreateDirect(fsys, name)
+	} else {
+		f, err = fsys.Create(name)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bookie: create entry log: %w", err)
 	}

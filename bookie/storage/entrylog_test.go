@@ -24,7 +24,7 @@ func TestLogWriterDirectAndBuffered(t *testing.T) {
 			if err := m.MkdirAll("/logs", 0o755); err != nil {
 				t.Fatal(err)
 			}
-			w, err := createLogWriter(m, "/logs", 7, false, slog.New(slog.DiscardHandler))
+			w, err := createLogWriter(m, "/logs", 7, false, true, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,7 +103,7 @@ func TestLogWriterLeavesDirectOnEINVAL(t *testing.T) {
 		t.Fatal(err)
 	}
 	efs := vfs.NewErrorFS(m, vfs.NewFailNth(1, vfs.OnKind(vfs.OpWrite), syscall.EINVAL))
-	w, err := createLogWriter(efs, "/logs", 3, false, slog.New(slog.DiscardHandler))
+	w, err := createLogWriter(efs, "/logs", 3, false, true, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,5 +139,25 @@ func TestLogWriterLeavesDirectOnEINVAL(t *testing.T) {
 		if _, err := readFull(f, got, off); err != nil || !bytes.Equal(got, recs[i]) {
 			t.Fatalf("record %d at %d: %v", i, off, err)
 		}
+	}
+}
+
+// Direct I/O is an option: by default entry logs go through the page
+// cache even where the file system could do without it.
+func TestEntryLogDirectIOIsOptIn(t *testing.T) {
+	if DefaultConfig().EntryLogDirectIO {
+		t.Fatal("EntryLogDirectIO is on by default")
+	}
+	for _, want := range []bool{false, true} {
+		cfg := testConfig(vfs.NewMem()) // MemFS can do direct I/O
+		cfg.EntryLogDirectIO = want
+		e := open(t, cfg)
+		addMany(t, e, 1, 0, 10)
+		flush(t, e)
+		if e.cur.direct != want {
+			t.Fatalf("EntryLogDirectIO=%v: the log is direct=%v", want, e.cur.direct)
+		}
+		checkEntry(t, e, 1, 9)
+		e.Close()
 	}
 }

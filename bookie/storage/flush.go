@@ -244,7 +244,7 @@ func (e *Engine) currentLog() (*logWriter, error) {
 		e.cur = nil
 	}
 	id := e.logs.allocID()
-	w, err := createLogWriter(e.cfg.FS, e.logDir, id, e.cfg.DisableFsync, e.log)
+	w, err := createLogWriter(e.cfg.FS, e.logDir, id, e.cfg.DisableFsync, e.cfg.EntryLogDirectIO, e.log)
 	if err != nil {
 		return nil, err
 	}

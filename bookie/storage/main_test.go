@@ -36,6 +36,7 @@ func testConfig(fsys vfs.FS) Config {
 	cfg.IndexCacheBytes = 1 << 20
 	cfg.IndexMemTableBytes = 1 << 20
 	cfg.JournalPreallocate = 16 << 10 // the reserve in small chunks: many fills
+	cfg.EntryLogDirectIO = true       // MemFS then holds every log write to direct I/O's alignment
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	return cfg
 }

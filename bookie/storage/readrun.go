@@ -86,10 +86,10 @@ func (e *Engine) readRun(ledger, first, last int64, maxBytes int) ([]Entry, erro
 	if len(run) >= readAheadMinRun && !jumped {
 		// A reader going through a ledger, whose next entries follow in
 		// this log: have them read into the page cache while it handles
-		// these (entry logs are written with direct I/O, so a flushed
-		// entry is not there). Not after a jump: what follows is other
-		// ledgers' data.
-		vfs.Prefetch(lf.f, start+bytes, readAheadBytes)
+		// these (they are not there after direct-I/O flushes, nor once
+		// evicted). Not after a jump: what follows is other ledgers'
+		// data.
+		e.prefetch(lf, start+bytes)
 	}
 	out := make([]Entry, 0, len(run))
 	for _, s := range run {
@@ -101,4 +101,50 @@ func (e *Engine) readRun(ledger, first, last int64, maxBytes int) ([]Entry, erro
 		out = append(out, ent)
 	}
 	return out, nil
+}
+
+// prefetchQueue bounds the read-ahead requests waiting; more are dropped.
+const prefetchQueue = 8
+
+// prefetchReq asks runPrefetcher to read readAheadBytes of lf from off
+// into the page cache; it holds a reference on lf (logSet.acquire).
+type prefetchReq struct {
+	lf  *logFile
+	off int64
+}
+
+// prefetch hands a read-ahead to runPrefetcher without waiting, so the
+// reader does not pay for queueing the reads (posix_fadvise submits them
+// before it returns). Dropped when the queue is full.
+func (e *Engine) prefetch(lf *logFile, off int64) {
+	if !e.logs.addRef(lf) {
+		return
+	}
+	select {
+	case e.prefetches <- prefetchReq{lf, off}:
+	default:
+		e.logs.release(lf)
+	}
+}
+
+// runPrefetcher is the read-ahead goroutine; it lets go of what is
+// queued when the engine closes.
+func (e *Engine) runPrefetcher() {
+	defer e.bg.Done()
+	for {
+		select {
+		case <-e.closing:
+			for {
+				select {
+				case r := <-e.prefetches:
+					e.logs.release(r.lf)
+				default:
+					return
+				}
+			}
+		case r := <-e.prefetches:
+			vfs.Prefetch(r.lf.f, r.off, readAheadBytes)
+			e.logs.release(r.lf)
+		}
+	}
 }
