@@ -202,3 +202,37 @@ func TestBackgroundCompaction(t *testing.T) {
 		return e.Stats().Compaction.LogsRemoved == 1
 	})
 }
+
+// Close while range readers run: read-aheads they queue late are let go,
+// so no log keeps a reference (which would keep a retired log's file).
+func TestCloseReleasesQueuedReadAheads(t *testing.T) {
+	for round := range 20 {
+		e := open(t, testConfig(vfs.NewMem()))
+		addMany(t, e, 1, 0, 200)
+		flush(t, e)
+		var wg sync.WaitGroup
+		var reads atomic.Int64
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					if _, err := e.ReadRange(1, 0, 199, 0); err != nil {
+						return // ErrClosed
+					}
+					reads.Add(1)
+				}
+			}()
+		}
+		testutil.Eventually(t, "range readers under way", 10*time.Second, func() bool { return reads.Load() >= 8 })
+		e.Close()
+		wg.Wait()
+		e.logs.mu.Lock()
+		for id, lf := range e.logs.files {
+			if lf.refs != 0 {
+				t.Errorf("round %d: log %d holds %d references after Close", round, id, lf.refs)
+			}
+		}
+		e.logs.mu.Unlock()
+	}
+}

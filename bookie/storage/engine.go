@@ -27,7 +27,7 @@ type Engine struct {
 	closing   chan struct{} // closed when Close starts
 	closeOnce sync.Once
 	closeErr  error
-	bg        sync.WaitGroup // the flusher and compactor goroutines (the journal owns its own)
+	bg        sync.WaitGroup // the flusher, compactor and prefetcher goroutines (the journal owns its own)
 
 	// mu guards ledgers and the ledger structs' fields (except
 	// ledger.flushed, written under flushMu). Lock order: mu, then
@@ -311,6 +311,11 @@ func (e *Engine) shutdown() error {
 	e.closed.Store(true)
 	e.lifecycle.Unlock()
 	e.bg.Wait()
+	// Readers still inside when the prefetcher left may have queued
+	// read-aheads after it; none is inside now. Let go of their logs.
+	for len(e.prefetches) > 0 {
+		e.logs.release((<-e.prefetches).lf)
+	}
 	errs := []error{e.j.close()}
 	e.flushMu.Lock()
 	if e.failure() == nil {

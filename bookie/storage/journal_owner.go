@@ -42,6 +42,7 @@ type ownerState struct {
 	index, file  []byte // the ids, nil when absent
 	indexFresh   bool   // the index has no checkpoint and no ledgers
 	journalFiles bool   // the journal directory holds journal files
+	noSync       bool   // Config.DisableFsync: the OWNER file may not have survived a crash
 }
 
 // decideOwner is the owner check as a pure function. Ids are written file
@@ -65,7 +66,7 @@ func decideOwner(s ownerState) (ownerAction, error) {
 		if s.journalFiles {
 			return 0, fmt.Errorf("%w: it holds journal files but no owner id (this data directory's is %s)", ErrForeignJournal, s.index)
 		}
-		if s.indexFresh {
+		if s.indexFresh && !s.noSync {
 			// The id went into the index after the file (ownerCreate), so
 			// the journal directory was emptied or replaced, and with no
 			// checkpoint yet every add acknowledged so far lived only in
@@ -104,6 +105,7 @@ func (e *Engine) checkJournalOwner() error {
 		return err
 	}
 	s.indexFresh = !hasCP && len(e.ledgers) == 0
+	s.noSync = e.cfg.DisableFsync
 	names, err := e.cfg.FS.List(e.journalDir)
 	if err != nil {
 		return fmt.Errorf("bookie: list journal: %w", err)

@@ -26,6 +26,7 @@ func TestDecideOwner(t *testing.T) {
 		{"new data dir, another's journal", ownerState{file: a, indexFresh: true, journalFiles: true}, 0, true},
 		{"empty journal dir (replay checks the checkpoint)", ownerState{index: a}, ownerAdoptIndex, false},
 		{"empty journal dir, no checkpoint yet", ownerState{index: a, indexFresh: true}, 0, true},
+		{"same without fsync (OWNER may be lost)", ownerState{index: a, indexFresh: true, noSync: true}, ownerAdoptIndex, false},
 		{"journal files without an owner id", ownerState{index: a, journalFiles: true}, 0, true},
 	}
 	for _, c := range cases {

@@ -105,7 +105,9 @@ func TestPropertyRandomOpsAndCrashes(t *testing.T) {
 		// Entry logs written with direct I/O, or through the page cache
 		// (a file system without O_DIRECT).
 		mem.SetDirectIO(rapid.Bool().Draw(rt, "direct"))
-		e, err := Open(propConfig(mem))
+		cfg := propConfig(mem)
+		cfg.EntryLogDirectIO = rapid.Bool().Draw(rt, "directOption")
+		e, err := Open(cfg)
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -114,7 +116,8 @@ func TestPropertyRandomOpsAndCrashes(t *testing.T) {
 		reopen := func(c *vfs.MemFS) {
 			e.Close()
 			mem = c
-			if e, err = Open(propConfig(mem)); err != nil {
+			cfg.FS = mem
+			if e, err = Open(cfg); err != nil {
 				rt.Fatalf("reopen after crash: %v", err)
 			}
 		}

@@ -127,21 +127,14 @@ func (e *Engine) prefetch(lf *logFile, off int64) {
 	}
 }
 
-// runPrefetcher is the read-ahead goroutine; it lets go of what is
-// queued when the engine closes.
+// runPrefetcher is the read-ahead goroutine. It returns when the engine
+// closes; shutdown lets go of what is left queued.
 func (e *Engine) runPrefetcher() {
 	defer e.bg.Done()
 	for {
 		select {
 		case <-e.closing:
-			for {
-				select {
-				case r := <-e.prefetches:
-					e.logs.release(r.lf)
-				default:
-					return
-				}
-			}
+			return
 		case r := <-e.prefetches:
 			vfs.Prefetch(r.lf.f, r.off, readAheadBytes)
 			e.logs.release(r.lf)
