@@ -118,15 +118,7 @@ func TestReplacedJournalDeviceRefused(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	names, err := mem.List("/j")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range names {
-		if err := mem.Remove(filepath.Join("/j", n)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	emptyDir(t, mem, "/j")
 	if _, err := Open(journalDirConfig(mem, "/data", "/j")); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("empty journal device: %v", err)
 	}
@@ -141,19 +133,25 @@ func TestEmptiedJournalBeforeTheFirstFlushRefused(t *testing.T) {
 	addMany(t, e, 1, 0, 5)
 	crashed := mem.CrashClone() // before any flush
 	e.Close()
-	names, err := crashed.List("/j")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range names {
-		if err := crashed.Remove(filepath.Join("/j", n)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	emptyDir(t, crashed, "/j")
 	if e2, err := Open(journalDirConfig(crashed, "/data", "/j")); !errors.Is(err, ErrForeignJournal) {
 		if err == nil {
 			e2.Close()
 		}
 		t.Fatalf("emptied journal before the first flush: %v, want ErrForeignJournal", err)
+	}
+}
+
+// emptyDir removes every file in dir, as a replaced or wiped device.
+func emptyDir(t *testing.T, fsys vfs.FS, dir string) {
+	t.Helper()
+	names, err := fsys.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if err := fsys.Remove(filepath.Join(dir, n)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

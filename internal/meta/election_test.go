@@ -3,6 +3,7 @@ package meta
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -193,8 +194,11 @@ func TestCanceledCampaignLeavesNoCandidate(t *testing.T) {
 	for i := range 200 {
 		cctx, cancel := context.WithCancel(ctx)
 		ch := campaign(s, cctx, "el", "c", lc)
-		// Cancel from before the put is sent to after it committed.
-		time.Sleep(time.Duration(i%40) * 50 * time.Microsecond)
+		// Cancel at moments from before the put is sent to after it
+		// committed: yield a varying number of times first.
+		for range (i % 40) * 25 {
+			runtime.Gosched()
+		}
 		cancel()
 		r := recv(t, ch, 5*time.Second, "canceled campaign")
 		if r.err == nil {
