@@ -28,12 +28,16 @@ type Node struct {
 
 // Start runs `strata <args>` (args begin with "node"), waits for its
 // one-line JSON report and returns it. With profile set, the node writes
-// its CPU profile there when stopped (STRATA_CPUPROFILE). The node dies
-// with this process (parent-death signal).
-func Start(strata string, args []string, profile string) (*Node, error) {
+// its CPU profile there when stopped (STRATA_CPUPROFILE). env (KEY=VALUE
+// items) is added to the node's environment. The node dies with this
+// process (parent-death signal).
+func Start(strata string, args []string, profile string, env ...string) (*Node, error) {
 	cmd := exec.Command(strata, args...)
 	if profile != "" {
-		cmd.Env = append(os.Environ(), "STRATA_CPUPROFILE="+profile)
+		env = append(env, "STRATA_CPUPROFILE="+profile)
+	}
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
 	}
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

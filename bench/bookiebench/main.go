@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -45,6 +46,13 @@ func bench() int {
 	dir := flag.String("dir", "", "data directory; the last round's bookie data stays in it (default: a new temporary one in the current directory, removed after, also on SIGINT or SIGTERM)")
 	profile := flag.String("cpuprofile", "", "write CPU profiles of the bookie process (`PREFIX`.bookie; the last round's) and of this client (PREFIX.client)")
 	rounds := flag.Int("rounds", 1, "load-then-raw rounds, each with a fresh bookie data dir; the ratio's median and range are printed at the end")
+	flag.Func("bookie-env", "`KEY=VALUE` added to the bookie process's environment (e.g. GOMAXPROCS=1); repeatable", func(v string) error {
+		if !strings.Contains(v, "=") {
+			return fmt.Errorf("want KEY=VALUE, got %q", v)
+		}
+		bookieEnv = append(bookieEnv, v)
+		return nil
+	})
 	flag.Parse()
 	for _, f := range []struct {
 		name string
@@ -97,6 +105,9 @@ func removeOnSignal(dir string) {
 		os.Exit(130)
 	}()
 }
+
+// bookieEnv is added to the bookie process's environment (-bookie-env).
+var bookieEnv []string
 
 // bookieProfile is the CPU profile path passed to the bookie process
 // (STRATA_CPUPROFILE), or empty.
@@ -163,7 +174,7 @@ func run(strata, dir string, n, size, window, rounds int) error {
 // it, runs the raw loops in dir at the journal's mean batch size, prints
 // the figures and returns the ratio the goal is set against.
 func round(strata string, args []string, dir string, n, size, window int) (float64, error) {
-	k1, err := benchnode.Start(strata, args, bookieProfile)
+	k1, err := benchnode.Start(strata, args, bookieProfile, bookieEnv...)
 	if err != nil {
 		return 0, err
 	}
