@@ -162,16 +162,32 @@ func (c *Client) Fence(ctx context.Context, ledgerID int64, masterKey []byte) (i
 	return resp.GetLac(), ErrorOf(resp.GetCode(), resp.GetMessage())
 }
 
-// Info describes the bookie, with its ledger list when withLedgers.
+// Info describes the bookie, with its ledger list when withLedgers (asked
+// for in pages, InfoRequest.ledgers_from, until the list is complete; the
+// other fields are the first page's). Errors: the bookie's (ErrorOf), or
+// the RPC's.
 func (c *Client) Info(ctx context.Context, withLedgers bool) (Info, error) {
-	resp, err := c.rpc.Info(ctx, &bookiepb.InfoRequest{Instance: c.instance, ListLedgers: withLedgers})
-	if err != nil {
-		return Info{}, err
+	req := &bookiepb.InfoRequest{Instance: c.instance, ListLedgers: withLedgers}
+	var info Info
+	for page := 0; ; page++ {
+		resp, err := c.rpc.Info(ctx, req)
+		if err != nil {
+			return Info{}, err
+		}
+		if err := ErrorOf(resp.GetCode(), resp.GetMessage()); err != nil {
+			return Info{}, err
+		}
+		got := infoFromProto(resp)
+		if page == 0 {
+			info = got
+		} else {
+			info.Ledgers = append(info.Ledgers, got.Ledgers...)
+		}
+		if !resp.GetMoreLedgers() || len(got.Ledgers) == 0 {
+			return info, nil
+		}
+		req.LedgersFrom = got.Ledgers[len(got.Ledgers)-1].LedgerID + 1
 	}
-	if err := ErrorOf(resp.GetCode(), resp.GetMessage()); err != nil {
-		return Info{}, err
-	}
-	return infoFromProto(resp), nil
 }
 
 // errClientClosed is returned by NewAddStream after Close.

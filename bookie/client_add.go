@@ -70,6 +70,7 @@ type AddStream struct {
 	pending     map[uint64]pendingAdd // sent or queued, not completed
 	queue       *addBatch             // queued, not yet sent
 	err         error                 // non-nil once Send must fail (closed or broken)
+	sendErr     error                 // the sender's own failure (not io.EOF), for fail
 	closing     bool                  // Close began: the sender sends what is queued, then half-closes
 	broken      bool                  // the stream failed: the sender stops
 }
@@ -222,7 +223,14 @@ func (s *AddStream) send1(req storage.AddRequest, done func(error), wait bool) (
 	size := len(req.Payload) + len(req.MasterKey)
 	if size > MaxMessageSize-envelopeRoom {
 		// It could never be sent: gRPC would refuse the message and end
-		// the stream for every add on it. Fail this add alone.
+		// the stream for every add on it. Fail this add alone (on an
+		// open stream; a closed one says so, as for any add).
+		s.mu.Lock()
+		err := s.err
+		s.mu.Unlock()
+		if err != nil {
+			return false, err
+		}
 		done(fmt.Errorf("%w: entry %d/%d is %d bytes, more than a bookie message carries (%d)",
 			ErrInvalid, req.LedgerID, req.EntryID, size, MaxMessageSize-envelopeRoom))
 		return true, nil
@@ -324,8 +332,12 @@ func (s *AddStream) send() {
 		if err != nil {
 			if err != io.EOF {
 				// A failure of the client's own (io.EOF: the stream ended;
-				// the receiver learns why).
-				s.fail(err)
+				// the receiver learns why). The receiver fails the pending
+				// adds with it once the canceled stream ends, so that
+				// callbacks run on its goroutine only.
+				s.mu.Lock()
+				s.sendErr = err
+				s.mu.Unlock()
 				s.cancel()
 			}
 			return
@@ -395,13 +407,18 @@ func (s *AddStream) receive() {
 	}
 }
 
-// fail ends the stream for Send and fails every pending add with cause.
+// fail ends the stream for Send and fails every pending add with cause
+// (or the sender's error, which made the receiver stop). Only the
+// receiver calls it.
 func (s *AddStream) fail(cause error) {
 	if cause == io.EOF {
 		cause = errors.New("bookie: add stream ended by the bookie")
 	}
-	err := fmt.Errorf("%w (%s): %w", ErrStreamClosed, s.c.addr, cause)
 	s.mu.Lock()
+	if s.sendErr != nil {
+		cause = s.sendErr
+	}
+	err := fmt.Errorf("%w (%s): %w", ErrStreamClosed, s.c.addr, cause)
 	if s.err == nil {
 		s.err = err
 	}

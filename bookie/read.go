@@ -71,9 +71,12 @@ func (s *Server) readEntries(req *bookiepb.ReadRequest) ([]storage.Entry, error)
 		last = first + n
 	}
 	es, err := s.st.ReadRange(ledger, first, last, int(limit))
-	if err != nil {
+	if err != nil && len(es) == 0 {
 		return nil, err
 	}
+	// An error past the first entry (a damaged later entry, an I/O
+	// error) ends the range there: the entries before it are answered,
+	// and a read starting at the failed one reports it.
 	es = trimRange(es, ledger, first, limit)
 	if len(es) == 0 {
 		// The first entry is missing, or alone larger than the limit:

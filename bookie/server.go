@@ -1,10 +1,12 @@
 package bookie
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -275,7 +277,32 @@ func (s *Server) Info(_ context.Context, req *bookiepb.InfoRequest) (*bookiepb.I
 		code, msg := s.codeMsg("info", -1, err)
 		return &bookiepb.InfoResponse{Code: code, Message: msg}, nil
 	}
-	return s.LocalInfo(req.GetListLedgers()).proto(), nil
+	info := s.LocalInfo(req.GetListLedgers())
+	more := false
+	if req.GetListLedgers() {
+		info.Ledgers, more = ledgerPage(info.Ledgers, req.GetLedgersFrom())
+	}
+	resp := info.proto()
+	resp.MoreLedgers = more
+	return resp, nil
+}
+
+// infoPageLedgers is the most ledgers one Info answer lists: a LedgerInfo
+// takes at most ~64 bytes on the wire, so a page stays well inside
+// MaxMessageSize (8 MiB).
+const infoPageLedgers = 65536
+
+// ledgerPage returns the ledgers of ls (sorted by id) with id >= from, at
+// most infoPageLedgers of them, and whether more follow.
+func ledgerPage(ls []storage.LedgerInfo, from int64) ([]storage.LedgerInfo, bool) {
+	i, _ := slices.BinarySearchFunc(ls, from, func(l storage.LedgerInfo, id int64) int {
+		return cmp.Compare(l.LedgerID, id)
+	})
+	ls = ls[i:]
+	if len(ls) > infoPageLedgers {
+		return ls[:infoPageLedgers], true
+	}
+	return ls, false
 }
 
 // LocalInfo is what Info answers, without the network.

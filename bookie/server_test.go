@@ -317,6 +317,64 @@ func TestReadLACLongPoll(t *testing.T) {
 		t.Fatalf("long poll on an unknown ledger: %v", err)
 	}
 
+	// A fence ends a waiting long poll with the current LAC (the ledger's
+	// writer is gone), and a fenced ledger's long poll does not wait. A
+	// server whose cap is a minute, so that only the fence can end the
+	// poll in time.
+	hf := startHarness(t, func(c *ServerConfig) { c.MaxLongPoll = time.Minute })
+	hf.mem.SetFault(func(op string, _, _ int64) error {
+		if op == "wait_lac" {
+			select {
+			case waiting <- 1:
+			default:
+			}
+		}
+		return nil
+	})
+	c = hf.dial(t, "")
+	s = openAdds(t, c)
+	for e := range int64(3) {
+		if err := addSync(t, s, addReq(1, e)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for len(waiting) > 0 {
+		<-waiting
+	}
+	go func() {
+		lac, err := c.ReadLAC(ctx, 1, 1, time.Minute)
+		got <- res{lac, err}
+	}()
+	recv(t, waiting, 10*time.Second, "long poll waiting")
+	if _, err := c.Fence(ctx, 1, key); err != nil {
+		t.Fatal(err)
+	}
+	if r := recv(t, got, 10*time.Second, "long poll answer at a fence"); r.err != nil || r.lac != 1 {
+		t.Fatalf("long poll at a fence = %+v, want LAC 1", r)
+	}
+	if lac, err := c.ReadLAC(ctx, 1, 1, time.Minute); err != nil || lac != 1 {
+		t.Fatalf("long poll on a fenced ledger = %d, %v", lac, err)
+	}
+
+	// A delete ends a waiting long poll with CODE_NO_LEDGER.
+	if err := addSync(t, s, addReq(3, 0)); err != nil {
+		t.Fatal(err)
+	}
+	for len(waiting) > 0 {
+		<-waiting
+	}
+	go func() {
+		lac, err := c.ReadLAC(ctx, 3, 5, time.Minute)
+		got <- res{lac, err}
+	}()
+	recv(t, waiting, 10*time.Second, "long poll waiting")
+	if err := hf.mem.DeleteLedger(3); err != nil {
+		t.Fatal(err)
+	}
+	if r := recv(t, got, 10*time.Second, "long poll answer at a delete"); !errors.Is(r.err, storage.ErrNoLedger) {
+		t.Fatalf("long poll at a delete = %+v", r)
+	}
+
 	// Shutdown ends a waiting long poll with CODE_CLOSED.
 	h2 := startHarness(t, func(c *ServerConfig) { c.MaxLongPoll = time.Minute })
 	h2.mem.SetFault(func(op string, _, _ int64) error {

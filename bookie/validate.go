@@ -140,5 +140,11 @@ func validateFence(r *bookiepb.FenceRequest) error {
 }
 
 func validateInfo(r *bookiepb.InfoRequest) error {
-	return checkInstance(r.GetInstance(), true)
+	if err := checkInstance(r.GetInstance(), true); err != nil {
+		return err
+	}
+	if r.GetLedgersFrom() < 0 {
+		return fmt.Errorf("%w: ledgers_from %d is negative", ErrInvalid, r.GetLedgersFrom())
+	}
+	return nil
 }

@@ -202,6 +202,10 @@ func TestMalformedRequestsAreInvalid(t *testing.T) {
 	if err != nil || resp.GetCode() != bookiepb.Code_CODE_INVALID {
 		t.Errorf("info with a 100-byte instance: %v, %v", resp, err)
 	}
+	resp, err = c.rpc.Info(ctx, &bookiepb.InfoRequest{ListLedgers: true, LedgersFrom: -1})
+	if err != nil || resp.GetCode() != bookiepb.Code_CODE_INVALID || !strings.Contains(resp.GetMessage(), "ledgers_from -1") {
+		t.Errorf("info from ledger -1: %v, %v", resp, err)
+	}
 	if h.mem.Adds() != 0 || len(h.mem.Ledgers()) != 0 {
 		t.Fatalf("malformed requests reached the engine: %d adds, %v", h.mem.Adds(), h.mem.Ledgers())
 	}

@@ -919,8 +919,12 @@ type InfoRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// May be empty (any instance): Info is how tools discover the instance.
 	// When set, a mismatch is CODE_WRONG_INSTANCE like every other request.
-	Instance      string `protobuf:"bytes,1,opt,name=instance,proto3" json:"instance,omitempty"`
-	ListLedgers   bool   `protobuf:"varint,2,opt,name=list_ledgers,json=listLedgers,proto3" json:"list_ledgers,omitempty"`
+	Instance    string `protobuf:"bytes,1,opt,name=instance,proto3" json:"instance,omitempty"`
+	ListLedgers bool   `protobuf:"varint,2,opt,name=list_ledgers,json=listLedgers,proto3" json:"list_ledgers,omitempty"`
+	// With list_ledgers: list ledgers with id >= this one (paging; ids are
+	// never negative). A response lists at most a page of ledgers
+	// (InfoResponse.more_ledgers).
+	LedgersFrom   int64 `protobuf:"varint,3,opt,name=ledgers_from,json=ledgersFrom,proto3" json:"ledgers_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -967,6 +971,13 @@ func (x *InfoRequest) GetListLedgers() bool {
 		return x.ListLedgers
 	}
 	return false
+}
+
+func (x *InfoRequest) GetLedgersFrom() int64 {
+	if x != nil {
+		return x.LedgersFrom
+	}
+	return 0
 }
 
 type LedgerInfo struct {
@@ -1066,8 +1077,11 @@ type InfoResponse struct {
 	DiskFreeBytes  int64  `protobuf:"varint,8,opt,name=disk_free_bytes,json=diskFreeBytes,proto3" json:"disk_free_bytes,omitempty"`
 	DiskTotalBytes int64  `protobuf:"varint,9,opt,name=disk_total_bytes,json=diskTotalBytes,proto3" json:"disk_total_bytes,omitempty"`
 	NumLedgers     int64  `protobuf:"varint,10,opt,name=num_ledgers,json=numLedgers,proto3" json:"num_ledgers,omitempty"`
-	// Only with list_ledgers, sorted by id.
-	Ledgers       []*LedgerInfo `protobuf:"bytes,11,rep,name=ledgers,proto3" json:"ledgers,omitempty"`
+	// Only with list_ledgers, sorted by id, from ledgers_from on.
+	Ledgers []*LedgerInfo `protobuf:"bytes,11,rep,name=ledgers,proto3" json:"ledgers,omitempty"`
+	// The list stopped at a page's end: ask again with ledgers_from one past
+	// the last listed id for the rest.
+	MoreLedgers   bool `protobuf:"varint,12,opt,name=more_ledgers,json=moreLedgers,proto3" json:"more_ledgers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1179,6 +1193,13 @@ func (x *InfoResponse) GetLedgers() []*LedgerInfo {
 	return nil
 }
 
+func (x *InfoResponse) GetMoreLedgers() bool {
+	if x != nil {
+		return x.MoreLedgers
+	}
+	return false
+}
+
 var File_bookie_v1_bookie_proto protoreflect.FileDescriptor
 
 const file_bookie_v1_bookie_proto_rawDesc = "" +
@@ -1246,10 +1267,11 @@ const file_bookie_v1_bookie_proto_rawDesc = "" +
 	"\rFenceResponse\x12#\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x0f.bookie.v1.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x10\n" +
-	"\x03lac\x18\x03 \x01(\x03R\x03lac\"L\n" +
+	"\x03lac\x18\x03 \x01(\x03R\x03lac\"o\n" +
 	"\vInfoRequest\x12\x1a\n" +
 	"\binstance\x18\x01 \x01(\tR\binstance\x12!\n" +
-	"\flist_ledgers\x18\x02 \x01(\bR\vlistLedgers\"\xa7\x01\n" +
+	"\flist_ledgers\x18\x02 \x01(\bR\vlistLedgers\x12!\n" +
+	"\fledgers_from\x18\x03 \x01(\x03R\vledgersFrom\"\xa7\x01\n" +
 	"\n" +
 	"LedgerInfo\x12\x1b\n" +
 	"\tledger_id\x18\x01 \x01(\x03R\bledgerId\x12\x10\n" +
@@ -1257,7 +1279,7 @@ const file_bookie_v1_bookie_proto_rawDesc = "" +
 	"\rlast_entry_id\x18\x03 \x01(\x03R\vlastEntryId\x12\x18\n" +
 	"\aentries\x18\x04 \x01(\x03R\aentries\x12\x14\n" +
 	"\x05bytes\x18\x05 \x01(\x03R\x05bytes\x12\x16\n" +
-	"\x06fenced\x18\x06 \x01(\bR\x06fenced\"\x89\x03\n" +
+	"\x06fenced\x18\x06 \x01(\bR\x06fenced\"\xac\x03\n" +
 	"\fInfoResponse\x12#\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x0f.bookie.v1.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1b\n" +
@@ -1271,7 +1293,8 @@ const file_bookie_v1_bookie_proto_rawDesc = "" +
 	"\vnum_ledgers\x18\n" +
 	" \x01(\x03R\n" +
 	"numLedgers\x12/\n" +
-	"\aledgers\x18\v \x03(\v2\x15.bookie.v1.LedgerInfoR\aledgers*\xef\x01\n" +
+	"\aledgers\x18\v \x03(\v2\x15.bookie.v1.LedgerInfoR\aledgers\x12!\n" +
+	"\fmore_ledgers\x18\f \x01(\bR\vmoreLedgers*\xef\x01\n" +
 	"\x04Code\x12\x14\n" +
 	"\x10CODE_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aCODE_OK\x10\x01\x12\x0f\n" +

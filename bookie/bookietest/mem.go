@@ -201,8 +201,7 @@ func (m *Mem) add(req storage.AddRequest) error {
 	l.bytes += int64(len(req.Payload))
 	if req.LAC > l.lac {
 		l.lac = req.LAC
-		close(l.lacCh)
-		l.lacCh = make(chan struct{})
+		l.wake()
 	}
 	return nil
 }
@@ -260,8 +259,8 @@ func (m *Mem) ReadRange(ledgerID, first, last int64, maxBytes int) ([]storage.En
 	size := 0
 	for id := first; id <= last && id >= first; id++ {
 		e, err := m.read(ledgerID, id)
-		if err == storage.ErrCorrupt && len(out) == 0 {
-			return nil, err
+		if err == storage.ErrCorrupt {
+			return out, err // as the engine: the entries before it, and the error
 		}
 		if err != nil {
 			break
@@ -290,6 +289,7 @@ func (m *Mem) Fence(_ context.Context, ledgerID int64, masterKey []byte) (int64,
 		return storage.NoEntry, storage.ErrMasterKey
 	}
 	l.fenced = true
+	l.wake() // long polls end on a fence, as the engine's
 	return l.lac, nil
 }
 
@@ -321,9 +321,9 @@ func (m *Mem) WaitLAC(ctx context.Context, ledgerID int64, after int64) (int64, 
 			m.mu.Unlock()
 			return storage.NoEntry, storage.ErrNoLedger
 		}
-		lac, ch := l.lac, l.lacCh
+		lac, ch, fenced := l.lac, l.lacCh, l.fenced
 		m.mu.Unlock()
-		if lac > after {
+		if lac > after || fenced {
 			return lac, nil
 		}
 		select {
@@ -342,11 +342,19 @@ func (m *Mem) DeleteLedger(ledgerID int64) error {
 	if err := m.check(OpDelete, ledgerID, -1); err != nil {
 		return err
 	}
-	if m.ledgers[ledgerID] == nil {
+	l := m.ledgers[ledgerID]
+	if l == nil {
 		return storage.ErrNoLedger
 	}
 	delete(m.ledgers, ledgerID)
+	l.wake() // long polls end with ErrNoLedger, as the engine's
 	return nil
+}
+
+// wake ends the ledger's current long polls (callers hold m.mu).
+func (l *ledger) wake() {
+	close(l.lacCh)
+	l.lacCh = make(chan struct{})
 }
 
 // Ledgers implements storage.Storage.

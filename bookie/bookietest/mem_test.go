@@ -76,27 +76,40 @@ func TestMemContract(t *testing.T) {
 		t.Fatalf("ledgers = %+v", ls)
 	}
 
+	// A range meeting a damaged entry: the entries before it, and the error.
+	if es, err := m.ReadRange(1, 0, 4, 0); !errors.Is(err, storage.ErrCorrupt) || len(es) != 2 {
+		t.Fatalf("range over a damaged entry = %d, %v", len(es), err)
+	}
+
 	// WaitLAC: wakes on a LAC past after, times out with the current one,
-	// ends at Close.
+	// returns at once on a fenced ledger, ends at Close.
+	for e := range int64(5) {
+		if err := add(t, m, 5, e, false); err != nil {
+			t.Fatal(err)
+		}
+	}
 	woke := make(chan int64, 1)
 	go func() {
-		lac, _ := m.WaitLAC(context.Background(), 1, 4)
+		lac, _ := m.WaitLAC(context.Background(), 5, 3)
 		woke <- lac
 	}()
-	if err := add(t, m, 1, 6, true); err != nil {
+	if err := add(t, m, 5, 5, false); err != nil {
 		t.Fatal(err)
 	}
-	if lac := <-woke; lac != 5 {
+	if lac := <-woke; lac != 4 {
 		t.Fatalf("woke with LAC %d", lac)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
-	if lac, err := m.WaitLAC(ctx, 1, 5); lac != 5 || !errors.Is(err, context.DeadlineExceeded) {
+	if lac, err := m.WaitLAC(ctx, 5, 4); lac != 4 || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("timed-out wait = %d, %v", lac, err)
+	}
+	if lac, err := m.WaitLAC(context.Background(), 1, 100); lac != 4 || err != nil {
+		t.Fatalf("wait on a fenced ledger = %d, %v", lac, err)
 	}
 	waitErr := make(chan error, 1)
 	go func() {
-		_, err := m.WaitLAC(context.Background(), 1, 100)
+		_, err := m.WaitLAC(context.Background(), 5, 100)
 		waitErr <- err
 	}()
 

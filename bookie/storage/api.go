@@ -110,7 +110,9 @@ type Storage interface {
 	Read(ledgerID, entryID int64) (Entry, error)
 	// ReadRange returns entries first..last in order, stopping early (with
 	// what it has, nil error) at maxBytes of payload or at the first
-	// missing entry; maxBytes ≤ 0 means no byte limit.
+	// missing entry; maxBytes ≤ 0 means no byte limit. An entry that
+	// cannot be read (ErrCorrupt, an I/O error) ends the range with that
+	// error and the entries before it.
 	ReadRange(ledgerID, first, last int64, maxBytes int) ([]Entry, error)
 	// Fence marks the ledger fenced (creating its record if the bookie
 	// has none) and returns its LAC once the fence is journaled and fsynced.
@@ -119,7 +121,10 @@ type Storage interface {
 	LAC(ledgerID int64) (int64, error)
 	// WaitLAC blocks until the ledger's LAC is greater than after, or ctx
 	// ends (then it returns the current LAC and ctx's error): the long poll
-	// behind tailing reads.
+	// behind tailing reads. On a fenced ledger (before or while waiting) it
+	// returns the current LAC at once, as BookKeeper's bookies do: its
+	// writer is gone, and the reader learns the end from the ledger's
+	// metadata. ErrNoLedger if the ledger is unknown or deleted meanwhile.
 	WaitLAC(ctx context.Context, ledgerID int64, after int64) (int64, error)
 	// DeleteLedger drops the ledger; its space is reclaimed by entry log
 	// compaction later.

@@ -207,6 +207,31 @@ func TestLACAndWaitLAC(t *testing.T) {
 	if lac, err := e.WaitLAC(ctx, 1, 1); !errors.Is(err, context.DeadlineExceeded) || lac != 1 {
 		t.Fatalf("WaitLAC timeout: %d %v", lac, err)
 	}
+	// A fence wakes waiters with the current LAC (BookKeeper's bookies
+	// do the same), and a fenced ledger's WaitLAC does not wait.
+	mustAdd(t, e, addReq(3, 0))
+	fenced := make(chan int64, 1)
+	go func() {
+		lac, err := e.WaitLAC(context.Background(), 3, 0)
+		if err != nil {
+			t.Errorf("WaitLAC at fence: %v", err)
+		}
+		fenced <- lac
+	}()
+	testutil.Eventually(t, "waiter parked", 5*time.Second, func() bool {
+		e.mu.RLock()
+		defer e.mu.RUnlock()
+		return e.ledgers[3].lacCh != nil
+	})
+	if _, err := e.Fence(context.Background(), 3, key(3)); err != nil {
+		t.Fatal(err)
+	}
+	if lac := <-fenced; lac != NoEntry {
+		t.Fatalf("waiter woken by the fence got LAC %d", lac)
+	}
+	if lac, err := e.WaitLAC(context.Background(), 3, 0); err != nil || lac != NoEntry {
+		t.Fatalf("WaitLAC on a fenced ledger: %d %v", lac, err)
+	}
 	// Delete wakes waiters with ErrNoLedger; Close wakes them with ErrClosed.
 	errs := make(chan error, 2)
 	go func() { _, err := e.WaitLAC(context.Background(), 1, 5); errs <- err }()

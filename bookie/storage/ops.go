@@ -124,6 +124,7 @@ func (e *Engine) Fence(ctx context.Context, ledgerID int64, masterKey []byte) (i
 		e.ledgers[ledgerID] = st
 	}
 	st.fenced, st.dirty = true, true
+	st.wake() // long polls end on a fence (WaitLAC)
 	o := &op{kind: opFence, ledger: ledgerID, key: st.key, st: st, done: func(err error) { done <- err }}
 	err := e.j.submit(o)
 	e.mu.Unlock()
@@ -264,9 +265,10 @@ func (e *Engine) LAC(ledgerID int64) (int64, error) {
 }
 
 // WaitLAC implements Storage. It returns as soon as the ledger's LAC
-// exceeds after; ErrNoLedger if the ledger is unknown or deleted while
-// waiting; ErrClosed on Close; ctx's error (with the current LAC) when ctx
-// ends. It wakes on LAC changes only (no polling).
+// exceeds after or the ledger is fenced; ErrNoLedger if the ledger is
+// unknown or deleted while waiting; ErrClosed on Close; ctx's error (with
+// the current LAC) when ctx ends. It wakes on LAC changes, fences and
+// deletes only (no polling).
 func (e *Engine) WaitLAC(ctx context.Context, ledgerID int64, after int64) (int64, error) {
 	for {
 		if e.closed.Load() {
@@ -279,7 +281,7 @@ func (e *Engine) WaitLAC(ctx context.Context, ledgerID int64, after int64) (int6
 			return NoEntry, ErrNoLedger
 		}
 		lac := st.lac
-		if lac > after {
+		if lac > after || st.fenced {
 			e.mu.Unlock()
 			return lac, nil
 		}
