@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -18,6 +19,7 @@ type Engine struct {
 	clock      Clock
 	journalDir string
 	logDir     string
+	locks      []io.Closer // the directories' locks (lockDirs), released last by Close
 
 	// lifecycle: operations that touch the index or entry-log files hold
 	// it for reading; Close takes it for writing to set closed, so no
@@ -107,9 +109,15 @@ func Open(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("bookie: create %s: %w", d, err)
 		}
 	}
+	locks, err := lockDirs(cfg)
+	if err != nil {
+		return nil, err
+	}
+	e.locks = locks
 	ix, err := openIndex(cfg.FS, filepath.Join(cfg.Dir, indexDirName), cfg.IndexCacheBytes, cfg.IndexMemTableBytes,
 		e.log, cfg.DisableFsync)
 	if err != nil {
+		unlockDirs(locks)
 		return nil, err
 	}
 	e.ix = ix
@@ -224,6 +232,7 @@ func (e *Engine) abandon() {
 		e.logs.close()
 	}
 	e.ix.close()
+	unlockDirs(e.locks)
 }
 
 // applyDurable is the journal's callback after a batch's fsync (err nil)
@@ -328,5 +337,6 @@ func (e *Engine) shutdown() error {
 	e.flushMu.Unlock()
 	e.logs.close()
 	errs = append(errs, e.ix.close())
+	unlockDirs(e.locks) // last: nothing of this engine touches the directories now
 	return errors.Join(errs...)
 }

@@ -52,13 +52,14 @@ func JournalOwnedBy(dataDir, journalDir string) (bool, error) {
 }
 
 // RemoveJournal deletes the journal's files from dir — journal files,
-// spares and the owner id (OWNER) — and nothing else, so that a bookie
-// whose data directory is wiped can start afresh with its journal kept
-// elsewhere (Config.JournalDir; `strata up --fresh`). Only call it for the
-// journal of a data directory being wiped (JournalOwnedBy): the journal
-// alone holds acknowledged entries not yet flushed. It returns how many
-// files it removed; a missing dir is not an error. Errors are the file
-// system's, naming the file.
+// spares, the owner id (OWNER) and the lock file — and nothing else, so
+// that a bookie whose data directory is wiped can start afresh with its
+// journal kept elsewhere (Config.JournalDir; `strata up --fresh`). Only
+// call it for the journal of a data directory being wiped
+// (JournalOwnedBy): the journal alone holds acknowledged entries not yet
+// flushed. It returns how many files it removed; a missing dir is not an
+// error. Errors: ErrInUse while a bookie has dir open (nothing removed),
+// or the file system's, naming the file.
 func RemoveJournal(fsys vfs.FS, dir string) (int, error) {
 	if fsys == nil {
 		fsys = vfs.Default
@@ -70,9 +71,14 @@ func RemoveJournal(fsys vfs.FS, dir string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("bookie: remove journal: %w", err)
 	}
+	lock, err := lockDirs(Config{FS: fsys, Dir: dir})
+	if err != nil {
+		return 0, fmt.Errorf("bookie: remove journal: %w", err)
+	}
+	defer unlockDirs(lock)
 	removed := 0
 	for _, n := range names {
-		if n != journalOwnerFile && !strings.HasSuffix(n, journalExt) && !strings.HasSuffix(n, spareExt) {
+		if n != journalOwnerFile && n != lockFileName && !strings.HasSuffix(n, journalExt) && !strings.HasSuffix(n, spareExt) {
 			continue
 		}
 		if err := fsys.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -86,4 +92,24 @@ func RemoveJournal(fsys vfs.FS, dir string) (int, error) {
 		}
 	}
 	return removed, nil
+}
+
+// CheckNotInUse returns ErrInUse when a bookie (of any process) has the
+// data or journal directory dir open, and nil otherwise, also when dir
+// does not exist; `strata up --fresh` asks before wiping. It takes the
+// directory's lock for a moment (dir must then exist). Errors: ErrInUse,
+// or the file system's.
+func CheckNotInUse(fsys vfs.FS, dir string) error {
+	if fsys == nil {
+		fsys = vfs.Default
+	}
+	if _, err := fsys.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	lock, err := lockDirs(Config{FS: fsys, Dir: dir})
+	if err != nil {
+		return err
+	}
+	unlockDirs(lock)
+	return nil
 }

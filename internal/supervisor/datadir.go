@@ -72,6 +72,9 @@ func checkOurs(dir string) error {
 
 func populate(cfg Config) error {
 	if cfg.Fresh {
+		if err := bookiesInUse(cfg); err != nil {
+			return err
+		}
 		journals := ownedJournals(cfg) // before wipe: it reads the data
 		if err := wipe(cfg.DataDir); err != nil {
 			return err
@@ -150,6 +153,38 @@ func ownedJournals(cfg Config) []ownedJournal {
 		}
 	}
 	return out
+}
+
+// bookiesInUse returns storage.ErrInUse, naming the bookie, when a
+// process (a node left from an earlier run, or one started by hand) still
+// has open a bookie data directory that --fresh would wipe, or its
+// journal_dir: wiping files under a running bookie loses what it
+// acknowledged, and leaves it running on nothing.
+func bookiesInUse(cfg Config) error {
+	if cfg.Mesh == nil {
+		return nil
+	}
+	for i := range cfg.Mesh.Regions {
+		r := &cfg.Mesh.Regions[i]
+		for _, n := range r.NodesOf(topology.RoleBookie) {
+			data := n.DataDir
+			if data == "" {
+				data = filepath.Join(cfg.DataDir, r.Name, n.ID)
+			}
+			if !within(cfg.DataDir, data) {
+				continue
+			}
+			for _, d := range []string{data, n.JournalDir} {
+				if d == "" {
+					continue
+				}
+				if err := storage.CheckNotInUse(nil, d); err != nil {
+					return fmt.Errorf("supervisor: --fresh: bookie %s/%s: %w; stop that process first", r.Name, n.ID, err)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // within reports whether path is dir or lies under it.

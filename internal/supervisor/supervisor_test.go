@@ -353,5 +353,13 @@ func TestFreshRemovesOwnedJournals(t *testing.T) {
 	if err != nil {
 		t.Fatalf("new bookie on the fresh data dir: %v", err)
 	}
-	e.Close()
+	defer e.Close()
+	// While a bookie has its data directory open (a node left running),
+	// --fresh refuses and wipes nothing.
+	if _, err := prepareDataDir(Config{Mesh: mesh, DataDir: dataA, TopologyYAML: []byte("x"), Fresh: true}); !errors.Is(err, storage.ErrInUse) {
+		t.Fatalf("--fresh under a running bookie: %v, want ErrInUse", err)
+	}
+	if got := list(sc.Dir); !has(got, "index") || !has(got, "LOCK") {
+		t.Fatalf("--fresh under a running bookie wiped its data dir: %v", got)
+	}
 }

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -355,4 +356,13 @@ func (f *errorFile) Close() error {
 		return err
 	}
 	return f.f.Close()
+}
+
+// Lock implements Locker when the wrapped FS does (as an OpCreate of
+// name); otherwise the lock protects nothing, as vfs.Lock's.
+func (e *ErrorFS) Lock(name string) (io.Closer, error) {
+	if err := e.maybe(Op{Kind: OpCreate, Path: name}); err != nil {
+		return nil, err
+	}
+	return Lock(e.fs, name)
 }

@@ -22,7 +22,8 @@ type MemFS struct {
 	gen      uint64 // bumped by Crash; handles of older generations fail
 	dirs     map[string]*memDir
 	capacity int64
-	noDirect bool // CreateDirect refuses (SetDirectIO)
+	noDirect bool              // CreateDirect refuses (SetDirectIO)
+	locks    map[string]uint64 // Lock holders: name → the generation (gen) they locked in
 }
 
 // memDir is one directory. Subdirectories are durable at once; file
@@ -339,6 +340,7 @@ func (m *MemFS) Crash() {
 	defer m.mu.Unlock()
 	m.dirs = m.durableDirs(CrashOptions{})
 	m.gen++
+	m.locks = nil // the crashed holders' locks went with them
 }
 
 // durableDirs builds the post-crash directory tree. Callers hold m.mu.

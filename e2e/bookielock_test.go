@@ -1,0 +1,90 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratamesh/strata/bookie"
+	"github.com/stratamesh/strata/bookie/storage"
+)
+
+// TestBookieRefusesASecondProcess starts a second `strata node` for a live
+// bookie (what an operator does who restarts a node by hand while the old
+// one still runs). It must fail on the data directory's lock before it
+// touches the live bookie's files: before the lock, it replayed and cut
+// the live bookie's journal, and the live bookie lost acknowledged entries
+// at its next restart. The live bookie then crashes and restarts with
+// every acknowledged entry.
+func TestBookieRefusesASecondProcess(t *testing.T) {
+	dir := t.TempDir()
+	topo := writeTopology(t, dir, "bookie.yaml", bookieRegion)
+	dataDir := filepath.Join(dir, "data")
+	common := []string{"--topology", topo, "--region", "solo", "--data-dir", dataDir, "--gossip", "loopback", "--log-level", "warn"}
+	metaNode := startNodeProcess(t, filepath.Join(dir, "meta.log"), append(common, "--id", "meta")...)
+	bookieArgs := append(common, "--id", "k1", "--etcd", metaNode.report.Etcd, "--join", metaNode.report.SerfLAN)
+	k1 := startNodeProcess(t, filepath.Join(dir, "k1.log"), bookieArgs...)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := bookie.Dial(ctx, k1.report.GRPC, bookie.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	instance := c.Instance()
+	stream, err := c.NewAddStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ledger, n = 7, 2000
+	key := []byte("master-key")
+	payload := func(e int64) []byte { return []byte(fmt.Sprintf("entry-%08d", e)) }
+	acked := make(chan error, n)
+	for e := range int64(n) {
+		if err := stream.Send(storage.AddRequest{LedgerID: ledger, EntryID: e, LAC: e - 1, MasterKey: key, Payload: payload(e)},
+			func(err error) { acked <- err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range n {
+		if err := <-acked; err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = stream.Close(ctx)
+	c.Close()
+
+	// The second process for the same bookie and data directory.
+	sctx, scancel := context.WithTimeout(ctx, time.Minute)
+	defer scancel()
+	out, err := exec.CommandContext(sctx, strataBin, append([]string{"node"}, bookieArgs...)...).CombinedOutput()
+	if err == nil {
+		t.Fatalf("a second process for a live bookie started:\n%s", out)
+	}
+	if !strings.Contains(string(out), "in use") {
+		t.Fatalf("second process failed without naming the directory in use (%v):\n%s", err, out)
+	}
+
+	// The live bookie was not disturbed: crash it, restart, read all.
+	k1.kill()
+	k1b := startNodeProcess(t, filepath.Join(dir, "k1.log"), bookieArgs...)
+	c2, err := bookie.Dial(ctx, k1b.report.GRPC, bookie.DialOptions{Instance: instance})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	for e := range int64(n) {
+		got, err := c2.Read(ctx, ledger, e)
+		if err != nil {
+			t.Fatalf("acked entry %d lost after the second process and a restart: %v", e, err)
+		}
+		if !bytes.Equal(got.Payload, payload(e)) {
+			t.Fatalf("entry %d read back wrong: %q", e, got.Payload)
+		}
+	}
+}
