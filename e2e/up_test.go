@@ -137,6 +137,8 @@ func checkBookies(t *testing.T, dataDir string, live *meshfile.File) {
 		Region  string `json:"region"`
 		Bookies []struct {
 			ID, Instance, Address string
+			UsedBytes             int64  `json:"used_bytes"`
+			InfoError             string `json:"info_error"`
 		} `json:"bookies"`
 	}
 	if err := json.Unmarshal([]byte(out), &regions); err != nil {
@@ -153,6 +155,10 @@ func checkBookies(t *testing.T, dataDir string, live *meshfile.File) {
 			n := live.Node(r.Region, b.ID)
 			if n == nil || n.Bookie == nil || n.Bookie.Instance != b.Instance || n.GRPC != b.Address {
 				t.Errorf("bookie %s/%s: listed %+v, status shows %+v", r.Region, b.ID, b, n)
+			}
+			// The list asks each bookie (Info) for its disk use.
+			if b.InfoError != "" || b.UsedBytes <= 0 {
+				t.Errorf("bookie %s/%s: listed with %d bytes used (info error %q)", r.Region, b.ID, b.UsedBytes, b.InfoError)
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -36,6 +37,10 @@ type BookieView struct {
 	// Registered is true in the region-wide list, which comes from the
 	// registrations in etcd; absent from a bookie's own view.
 	Registered bool `json:"registered,omitempty"`
+	// InfoError is set in the region-wide list when the registered bookie
+	// did not answer Info (ledgers and used bytes are then unknown, and
+	// free bytes and read-only are the registration's).
+	InfoError string `json:"info_error,omitempty"`
 	// Journal is the journal's group-commit counters since start (own
 	// view only).
 	Journal *JournalStats `json:"journal,omitempty"`
@@ -162,11 +167,40 @@ func (n *Node) bookieRoutes(s *adminhttp.Server) {
 				"region "+n.cfg.Region+": its metadata (etcd) did not answer: "+err.Error(), "")
 			return
 		}
-		out := make([]BookieView, 0, len(regs))
-		for _, g := range regs {
-			out = append(out, BookieView{ID: g.ID, Instance: g.Instance, Address: g.Address, ReadOnly: g.ReadOnly,
-				FreeBytes: g.FreeBytes, TotalBytes: g.TotalBytes, Registered: true})
+		out := make([]BookieView, len(regs))
+		var wg sync.WaitGroup
+		for i, g := range regs {
+			out[i] = BookieView{ID: g.ID, Instance: g.Instance, Address: g.Address, ReadOnly: g.ReadOnly,
+				FreeBytes: g.FreeBytes, TotalBytes: g.TotalBytes, Registered: true}
+			wg.Go(func() { liveBookieInfo(ctx, &out[i]) })
 		}
+		wg.Wait()
 		adminhttp.WriteJSON(w, http.StatusOK, map[string]any{"region": n.cfg.Region, "bookies": out})
 	}))
+}
+
+// bookieInfoTimeout bounds the Info call the region-wide list makes to
+// each registered bookie.
+const bookieInfoTimeout = 2 * time.Second
+
+// liveBookieInfo fills v (a registration's view) with what the bookie
+// answers to Info now: ledgers, used, free and total bytes, read-only.
+// The registration's free bytes are republished only on a change of ~1%
+// of the disk, and it carries no ledger count, so the live answer is what
+// `strata admin bookies list` shows; when the bookie does not answer
+// within bookieInfoTimeout, v keeps the registration's figures and
+// InfoError says why.
+func liveBookieInfo(ctx context.Context, v *BookieView) {
+	ctx, cancel := context.WithTimeout(ctx, bookieInfoTimeout)
+	defer cancel()
+	c, err := bookie.Dial(ctx, v.Address, bookie.DialOptions{Instance: v.Instance})
+	if err == nil {
+		defer c.Close()
+		var info bookie.Info
+		if info, err = c.Info(ctx, false); err == nil {
+			v.Ledgers, v.UsedBytes, v.FreeBytes, v.TotalBytes, v.ReadOnly = info.NumLedgers, info.UsedBytes, info.FreeBytes, info.TotalBytes, info.ReadOnly
+			return
+		}
+	}
+	v.InfoError = err.Error()
 }

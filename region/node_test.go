@@ -14,6 +14,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"go.uber.org/goleak"
 
+	"github.com/stratamesh/strata/bookie/storage"
 	"github.com/stratamesh/strata/internal/gossip"
 	"github.com/stratamesh/strata/internal/meta"
 	"github.com/stratamesh/strata/internal/testutil"
@@ -121,9 +122,23 @@ func TestRegionNodes(t *testing.T) {
 	if err := json.Unmarshal([]byte(bv), &view); err != nil || view.ID != "k1" || view.Instance == "" || view.Address != bookie.Endpoints().GRPC || view.TotalBytes == 0 {
 		t.Fatalf("bookie view = %+v (%v)", view, err)
 	}
+	// The region-wide list asks each registered bookie for its ledgers and
+	// disk use (the registration carries neither).
+	added := make(chan error, 1)
+	bookie.engine.Add(storage.AddRequest{LedgerID: 5, EntryID: 0, LAC: -1, MasterKey: []byte("k"), Payload: []byte("x")},
+		func(err error) { added <- err })
+	if err := <-added; err != nil {
+		t.Fatal(err)
+	}
 	_, list := httpGet(t, admin+"/admin/v1/bookies")
-	if !strings.Contains(list, `"id": "k1"`) || !strings.Contains(list, view.Instance) {
-		t.Fatalf("region bookie list lacks k1:\n%s", list)
+	var lv struct {
+		Bookies []BookieView `json:"bookies"`
+	}
+	if err := json.Unmarshal([]byte(list), &lv); err != nil || len(lv.Bookies) != 1 {
+		t.Fatalf("region bookie list: %v\n%s", err, list)
+	}
+	if b := lv.Bookies[0]; b.ID != "k1" || b.Instance != view.Instance || !b.Registered || b.Ledgers != 1 || b.UsedBytes <= 0 || b.InfoError != "" {
+		t.Fatalf("region bookie list shows %+v; want k1 registered, with 1 ledger and its used bytes", b)
 	}
 
 	// Stop deregisters at once and leaves gracefully.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -61,16 +62,23 @@ func (f *adminFlags) roleTargets(role string) (map[string][]string, []string, er
 	return adminclient.RoleTargets(mf, f.region, role)
 }
 
+// commandGroup makes c a command that only groups subcommands: run bare
+// it prints its help; an unknown subcommand (a typo) is an error with a
+// non-zero exit, not help with exit 0.
+func commandGroup(c *cobra.Command) *cobra.Command {
+	c.Args = cobra.NoArgs
+	c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	return c
+}
+
 func newAdmin() *cobra.Command {
 	var flags adminFlags
-	cmd := &cobra.Command{
+	cmd := commandGroup(&cobra.Command{
 		Use:   "admin",
 		Short: "Inspect and manage a running mesh through its admin API",
-		Args:  cobra.NoArgs, // an unknown subcommand is an error, not help with exit 0
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
+	})
 	flags.register(cmd)
-	bookies := &cobra.Command{Use: "bookies", Aliases: []string{"bookie"}, Short: "Bookies of each region"}
+	bookies := commandGroup(&cobra.Command{Use: "bookies", Aliases: []string{"bookie"}, Short: "Bookies of each region"})
 	bookies.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List each region's registered bookies: id, instance, address, read-only, disk",
@@ -110,14 +118,26 @@ func newAdmin() *cobra.Command {
 				return enc.Encode(all)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "REGION\tID\tINSTANCE\tADDRESS\tREAD-ONLY\tFREE\tTOTAL")
+			fmt.Fprintln(tw, "REGION\tID\tINSTANCE\tADDRESS\tREAD-ONLY\tLEDGERS\tUSED\tFREE\tTOTAL")
+			var silent []string
 			for _, a := range all {
 				for _, b := range a.Bookies {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%s\n", a.Region, b.ID, b.Instance, b.Address, b.ReadOnly,
-						status.BytesText(b.FreeBytes), status.BytesText(b.TotalBytes))
+					ledgers, used := strconv.Itoa(b.Ledgers), status.BytesText(b.UsedBytes)
+					if b.InfoError != "" { // registered, but did not answer: its registration's figures
+						ledgers, used = "?", "?"
+						silent = append(silent, fmt.Sprintf("strata: region %s: bookie %s is registered but did not answer (%s); READ-ONLY and FREE are from its registration", a.Region, b.ID, b.InfoError))
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\n", a.Region, b.ID, b.Instance, b.Address, b.ReadOnly,
+						ledgers, used, status.BytesText(b.FreeBytes), status.BytesText(b.TotalBytes))
 				}
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, line := range silent {
+				fmt.Fprintln(cmd.ErrOrStderr(), line)
+			}
+			return nil
 		},
 	})
 	cmd.AddCommand(bookies, newAdminLedgers(&flags), newAdminTopics(&flags), newAdminBundles(&flags))

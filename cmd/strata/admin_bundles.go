@@ -21,7 +21,7 @@ import (
 // t/ns/range [--to broker]` (admin API: /admin/v1/bundles…, served by
 // brokers).
 func newAdminBundles(flags *adminFlags) *cobra.Command {
-	cmd := &cobra.Command{Use: "bundles", Aliases: []string{"bundle"}, Short: "Namespace bundles of each region: hash ranges, owning brokers, unload"}
+	cmd := commandGroup(&cobra.Command{Use: "bundles", Aliases: []string{"bundle"}, Short: "Namespace bundles of each region: hash ranges, owning brokers, unload"})
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list [tenant[/namespace]]",
 		Short: "List each region's bundles with their owner and number of topics",

@@ -20,7 +20,7 @@ import (
 
 // newAdminLedgers is `strata admin ledgers list|show ID|read ID`.
 func newAdminLedgers(flags *adminFlags) *cobra.Command {
-	cmd := &cobra.Command{Use: "ledgers", Aliases: []string{"ledger"}, Short: "Ledgers of each region (metadata, LAC, entries)"}
+	cmd := commandGroup(&cobra.Command{Use: "ledgers", Aliases: []string{"ledger"}, Short: "Ledgers of each region (metadata, LAC, entries)"})
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List each region's ledgers: id, state, quorums, last entry, length, ensembles",

@@ -20,7 +20,7 @@ import (
 // subscriptions t/ns/topic` (admin API: /admin/v1/topics…, served by
 // brokers).
 func newAdminTopics(flags *adminFlags) *cobra.Command {
-	cmd := &cobra.Command{Use: "topics", Aliases: []string{"topic"}, Short: "Topics of each region: owners, state, ledgers, subscriptions"}
+	cmd := commandGroup(&cobra.Command{Use: "topics", Aliases: []string{"topic"}, Short: "Topics of each region: owners, state, ledgers, subscriptions"})
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list [tenant[/namespace]]",
 		Short: "List each region's topics with their stream name, subjects and owner",
