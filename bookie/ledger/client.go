@@ -41,6 +41,9 @@ type Client struct {
 	callbacks sync.WaitGroup
 	writers   map[*Writer]struct{}
 	conns     map[connKey]*pooledConn
+	// quarantine holds the bookies that failed the writers' adds, out of
+	// placement for Config.BookieQuarantine.
+	quarantine *quarantine
 
 	closeOnce sync.Once
 	closeErr  error
@@ -67,6 +70,7 @@ func NewClient(cfg Config) (*Client, error) {
 	return &Client{
 		cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		writers: map[*Writer]struct{}{}, conns: map[connKey]*pooledConn{},
+		quarantine: newQuarantine(cfg.BookieQuarantine),
 	}, nil
 }
 

@@ -12,18 +12,26 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultAddTimeout      = 5 * time.Second
-	DefaultOpTimeout       = 5 * time.Second
-	DefaultReplaceTimeout  = 30 * time.Second
-	DefaultMaxPendingBytes = 64 << 20
+	DefaultAddTimeout     = 5 * time.Second
+	DefaultOpTimeout      = 5 * time.Second
+	DefaultReplaceTimeout = 30 * time.Second
+	// DefaultBookieQuarantine is longer than a bookie's default
+	// registration TTL (bookie.DefaultRegistrationTTL, 10 s), so that a
+	// bookie killed outright has left etcd before its quarantine ends,
+	// and shorter than DefaultReplaceTimeout, so that a writer whose only
+	// candidate is a bookie that failed and came back can still place it
+	// before giving up.
+	DefaultBookieQuarantine = 20 * time.Second
+	DefaultMaxPendingBytes  = 64 << 20
 	// DefaultMaxEntrySize is the bookie's default limit less the frame
 	// header, so that a default bookie accepts every entry a default
 	// client accepts.
 	DefaultMaxEntrySize = bookie.DefaultMaxEntrySize - FrameHeaderSize
 )
 
-// PlacementFunc chooses n bookies among candidates (every registered
-// bookie, sorted by id), none of whose ids is in exclude. It returns
+// PlacementFunc chooses n bookies among candidates (the registered
+// bookies, sorted by id, less those in the Client's quarantine: see
+// Config.BookieQuarantine), none of whose ids is in exclude. It returns
 // exactly n distinct registrations, or an error wrapping
 // ErrNotEnoughBookies. It is called for Create (exclude empty) and for
 // each ensemble change (exclude: the ensemble and the replacements
@@ -48,11 +56,31 @@ type Config struct {
 	// OpTimeout bounds each fence, read, ReadLAC and metadata request.
 	// Default 5 s.
 	OpTimeout time.Duration
-	// ReplaceTimeout is how long an ensemble change keeps looking for
-	// replacement bookies (retrying placement with backoff) before the
-	// writer gives up with ErrNotEnoughBookies; its unconfirmed appends
-	// fail and the ledger stays OPEN for recovery. Default 30 s.
+	// ReplaceTimeout is how long a writer keeps looking for replacement
+	// bookies (retrying placement with backoff) before it gives up with
+	// ErrNotEnoughBookies; its unconfirmed appends fail and the ledger
+	// stays OPEN for recovery. It runs from the first bookie failure
+	// until an entry is confirmed again (or none is pending), across the
+	// ensemble changes in between: replacements that fail in turn do
+	// not restart it. Default 30 s.
 	ReplaceTimeout time.Duration
+	// BookieQuarantine is how long a bookie instance that failed an add
+	// of any writer of this Client (no answer within AddTimeout,
+	// unavailable, wrong instance, read-only) stays out of the bookies
+	// this Client places: replacements in ensemble changes (its writers'
+	// and its recoveries') never name it, even while its registration
+	// lives on in etcd until its lease expires, so an ensemble change
+	// never swaps one dead bookie for another that just failed (BookKeeper's
+	// bookieQuarantineTime). A writer whose only candidates are
+	// quarantined keeps retrying placement with backoff, without writing
+	// metadata, until one is free or ReplaceTimeout ends it with
+	// ErrNotEnoughBookies. Create prefers bookies out of quarantine but
+	// uses quarantined ones rather than fail. Each new failure restarts
+	// the bookie's quarantine; once it ends the bookie may be placed
+	// again (it may have come back). A new instance at the same id (a
+	// wiped disk) is not in quarantine. Shared by every writer of the
+	// Client. Default DefaultBookieQuarantine (20 s).
+	BookieQuarantine time.Duration
 	// MaxPendingBytes bounds a Writer's appended but unconfirmed payload
 	// bytes: AppendAsync blocks beyond it until earlier entries complete
 	// (back-pressure; one entry is always admitted). Default 64 MiB.
@@ -75,7 +103,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		AddTimeout: DefaultAddTimeout, OpTimeout: DefaultOpTimeout, ReplaceTimeout: DefaultReplaceTimeout,
-		MaxPendingBytes: DefaultMaxPendingBytes, MaxEntrySize: DefaultMaxEntrySize,
+		BookieQuarantine: DefaultBookieQuarantine, MaxPendingBytes: DefaultMaxPendingBytes, MaxEntrySize: DefaultMaxEntrySize,
 	}
 }
 
@@ -92,6 +120,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReplaceTimeout == 0 {
 		c.ReplaceTimeout = d.ReplaceTimeout
+	}
+	if c.BookieQuarantine == 0 {
+		c.BookieQuarantine = d.BookieQuarantine
 	}
 	if c.MaxPendingBytes == 0 {
 		c.MaxPendingBytes = d.MaxPendingBytes
@@ -127,6 +158,9 @@ func (c Config) Validate() error {
 	}
 	if c.ReplaceTimeout < 0 {
 		bad("ReplaceTimeout %v is negative", c.ReplaceTimeout)
+	}
+	if c.BookieQuarantine < 0 {
+		bad("BookieQuarantine %v is negative", c.BookieQuarantine)
 	}
 	if c.MaxPendingBytes < 0 {
 		bad("MaxPendingBytes %d is negative", c.MaxPendingBytes)

@@ -16,7 +16,14 @@
 //     recoveries fence and read; readers use "segments"). Ids come from LedgerIDKey
 //     ("ledger-ids/next"), allocated and used in one transaction, from 1.
 //   - Placement: Config.Placement (DefaultPlacement: random writable
-//     bookies) over the registrations bookies keep in etcd. Ensembles
+//     bookies) over the registrations bookies keep in etcd, less the
+//     Client's quarantine: a bookie instance that failed an add of any
+//     of its writers is not placed again for Config.BookieQuarantine
+//     (its registration outlives it until its lease expires), so that
+//     ensemble changes never swap dead bookies for one another; a
+//     writer left with only quarantined candidates waits (placement
+//     retried with backoff, no metadata written) and ends with
+//     ErrNotEnoughBookies after ReplaceTimeout. Ensembles
 //     name bookies by id and record each one's instance (from its
 //     registration); every request names the recorded instance, so a
 //     bookie whose disk was wiped (a new instance at the same id and

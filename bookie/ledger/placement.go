@@ -2,11 +2,15 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/stratamesh/strata/bookie"
+	"github.com/stratamesh/strata/bookie/ledger/core"
 )
 
 // DefaultPlacement chooses n bookies at random among the writable (not
@@ -37,16 +41,79 @@ func DefaultPlacement(candidates []bookie.Registration, n int, exclude []string)
 	return ok[:n], nil
 }
 
-// choose lists the registered bookies and asks Placement for n of them,
-// checking its answer.
-func (c *Client) choose(ctx context.Context, n int, exclude []string) ([]bookie.Registration, error) {
+// quarantine remembers the bookie instances that failed an add of one
+// of the Client's writers, and when (BookKeeper's bookie quarantine,
+// Config.BookieQuarantine): placement leaves each out until period has
+// passed since its last failure, even while its registration lives on in
+// etcd. Times are passed in, so that it is deterministic. Safe for
+// concurrent use.
+type quarantine struct {
+	period time.Duration
+	mu     sync.Mutex
+	failed map[connKey]time.Time // (id, instance) → last failure; instance "" stands for any
+}
+
+func newQuarantine(period time.Duration) *quarantine {
+	return &quarantine{period: period, failed: map[connKey]time.Time{}}
+}
+
+// add quarantines bookie id's instance (any instance if "") from at on;
+// a later failure restarts its quarantine.
+func (q *quarantine) add(id core.BookieID, instance string, at time.Time) {
+	k := connKey{string(id), instance}
+	q.mu.Lock()
+	if prev, ok := q.failed[k]; !ok || at.After(prev) {
+		q.failed[k] = at
+	}
+	q.mu.Unlock()
+}
+
+// filter returns the registrations of regs not in quarantine at now, and
+// the ids of those that are; it forgets quarantines that have ended.
+func (q *quarantine) filter(regs []bookie.Registration, now time.Time) (free []bookie.Registration, held []string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for k, at := range q.failed {
+		if !now.Before(at.Add(q.period)) {
+			delete(q.failed, k)
+		}
+	}
+	if len(q.failed) == 0 {
+		return regs, nil
+	}
+	free = make([]bookie.Registration, 0, len(regs))
+	for _, r := range regs {
+		_, anyInstance := q.failed[connKey{r.ID, ""}]
+		_, thisInstance := q.failed[connKey{r.ID, r.Instance}]
+		if anyInstance || thisInstance {
+			held = append(held, r.ID)
+		} else {
+			free = append(free, r)
+		}
+	}
+	return free, held
+}
+
+// choose lists the registered bookies and asks Placement for n of them
+// among those out of quarantine, checking its answer. orQuarantined (for
+// Create): if that finds too few, ask again among all of them.
+func (c *Client) choose(ctx context.Context, n int, exclude []string, orQuarantined bool) ([]bookie.Registration, error) {
 	lctx, cancel := context.WithTimeout(ctx, c.cfg.OpTimeout)
 	regs, err := bookie.ListRegistrations(lctx, c.cfg.Store)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("ledger: list bookies: %w", err)
 	}
-	chosen, err := c.cfg.Placement(regs, n, exclude)
+	free, held := c.quarantine.filter(regs, time.Now())
+	chosen, err := c.cfg.Placement(free, n, exclude)
+	if err != nil && len(held) > 0 {
+		if orQuarantined && errors.Is(err, ErrNotEnoughBookies) {
+			c.log.Info("placing bookies in quarantine: too few others", "quarantined", held, "err", err)
+			chosen, err = c.cfg.Placement(regs, n, exclude)
+		} else {
+			err = fmt.Errorf("%w; in quarantine after failing: %v", err, held)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -300,8 +300,9 @@ func (r *recoveryRun) rewrite(ctx context.Context, w core.RewriteRequest) {
 }
 
 // maybePlace asks placement for the bookies the core wants replaced (a
-// writable bookie outside the ensembles the core names, and never one
-// that failed a rewrite of this run), one request at a time. No replacement:
+// writable bookie outside the ensembles the core names, never one that
+// failed a rewrite of this run nor one in the Client's quarantine), one
+// request at a time. No replacement:
 // the core ends this attempt with ErrRetry, and OpenForTakeover retries
 // after its back-off (never closing short).
 func (r *recoveryRun) maybePlace(ctx context.Context) {
@@ -320,7 +321,7 @@ func (r *recoveryRun) maybePlace(ctx context.Context) {
 	}
 	r.placing = true
 	r.do(ctx, func(ctx context.Context) func() {
-		regs, err := r.c.choose(ctx, len(need), exclude)
+		regs, err := r.c.choose(ctx, len(need), exclude, false)
 		return func() {
 			r.placing = false
 			for i, old := range need {

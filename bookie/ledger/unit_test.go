@@ -91,9 +91,57 @@ func TestDefaultPlacement(t *testing.T) {
 	}
 }
 
+// TestQuarantine: a failed bookie instance is held out from its failure
+// until the period has passed since its last failure; another instance
+// at the same id (a wiped disk) is not held; an empty instance holds
+// every instance of the id.
+func TestQuarantine(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	regs := []bookie.Registration{
+		{ID: "a", Address: "x:1", Instance: "a1"}, {ID: "b", Address: "x:2", Instance: "b1"},
+		{ID: "c", Address: "x:3", Instance: "c2"}, {ID: "d", Address: "x:4", Instance: "d1"},
+	}
+	ids := func(rs []bookie.Registration) (out []string) {
+		for _, r := range rs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	q := newQuarantine(10 * time.Second)
+	if free, held := q.filter(regs, t0); len(free) != 4 || held != nil {
+		t.Fatalf("empty quarantine: %v, %v", ids(free), held)
+	}
+	q.add("a", "a1", t0)
+	q.add("b", "", t0.Add(2*time.Second))
+	q.add("c", "c1", t0) // an older instance of c
+	q.add("a", "a1", t0.Add(5*time.Second))
+	q.add("a", "a1", t0.Add(time.Second)) // an older report does not shorten it
+	for _, tc := range []struct {
+		at         time.Duration
+		free, held []string
+	}{
+		{0, []string{"c", "d"}, []string{"a", "b"}},
+		{11 * time.Second, []string{"c", "d"}, []string{"a", "b"}},
+		{12 * time.Second, []string{"b", "c", "d"}, []string{"a"}},
+		{15 * time.Second, []string{"a", "b", "c", "d"}, nil},
+	} {
+		free, held := q.filter(regs, t0.Add(tc.at))
+		if !slices.Equal(ids(free), tc.free) || !slices.Equal(held, tc.held) {
+			t.Fatalf("at +%v: free %v, held %v; want %v, %v", tc.at, ids(free), held, tc.free, tc.held)
+		}
+	}
+	if len(q.failed) != 0 {
+		t.Fatalf("ended quarantines kept: %v", q.failed)
+	}
+	q.add("d", "d1", t0.Add(20*time.Second))
+	if _, held := q.filter(regs, t0.Add(29*time.Second)); !slices.Equal(held, []string{"d"}) {
+		t.Fatalf("a new failure after the quarantine ended: held %v", held)
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
-	err := Config{AddTimeout: -1, OpTimeout: -1, ReplaceTimeout: -1, MaxPendingBytes: -1, MaxEntrySize: 1 << 30}.Validate()
-	for _, want := range []string{"Store is required", "AddTimeout", "OpTimeout", "ReplaceTimeout", "MaxPendingBytes", "MaxEntrySize"} {
+	err := Config{AddTimeout: -1, OpTimeout: -1, ReplaceTimeout: -1, BookieQuarantine: -1, MaxPendingBytes: -1, MaxEntrySize: 1 << 30}.Validate()
+	for _, want := range []string{"Store is required", "AddTimeout", "OpTimeout", "ReplaceTimeout", "BookieQuarantine", "MaxPendingBytes", "MaxEntrySize"} {
 		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(want)) {
 			t.Errorf("Validate() = %v; want it to mention %s", err, want)
 		}

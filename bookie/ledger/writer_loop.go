@@ -71,8 +71,13 @@ type writerLoop struct {
 	out      map[uint64]*outSend
 	seq      uint64
 
-	// Ensemble change.
-	needSince    time.Time // when a replacement was first needed (zero: none needed)
+	// Ensemble change. needSince, placeWait and lastPlaceErr last from
+	// the first bookie failure until the writer makes progress again (an
+	// entry confirmed, or none pending), across the changes in between,
+	// so that replacements failing in turn neither reset the backoff nor
+	// keep ReplaceTimeout from ending the writer. Which bookies failed is
+	// the Client's quarantine.
+	needSince    time.Time // when a replacement was first needed since the last progress (zero: none needed)
 	placing      bool
 	placeRetryAt time.Time
 	placeWait    time.Duration
@@ -87,12 +92,19 @@ type writerLoop struct {
 	finished bool
 }
 
+// Placement retries after a failed attempt wait from minPlaceWait,
+// doubling up to maxPlaceWait.
+const (
+	minPlaceWait = 100 * time.Millisecond
+	maxPlaceWait = 2 * time.Second
+)
+
 func newWriterLoop(w *Writer, cw *core.Writer) *writerLoop {
 	ctx, cancel := context.WithCancel(w.c.ctx)
 	return &writerLoop{
 		w: w, core: cw, ctx: ctx, stop: cancel,
 		sessions: map[core.BookieID]*addSession{}, out: map[uint64]*outSend{},
-		failures: map[core.BookieID]string{}, placeWait: 100 * time.Millisecond,
+		failures: map[core.BookieID]string{}, placeWait: minPlaceWait,
 	}
 }
 
@@ -217,6 +229,13 @@ func (l *writerLoop) complete(id int64) {
 	l.w.flow.release(e.size)
 	l.w.lac.Store(id) // before the callback: it may ask for the LAC
 	l.w.cbq.push(func() { e.done(id, nil) })
+	l.progressed()
+}
+
+// progressed: the writer confirmed an entry (or has none pending), so
+// the replacements it placed work: the next failure starts afresh.
+func (l *writerLoop) progressed() {
+	l.needSince, l.placeRetryAt, l.placeWait, l.lastPlaceErr = time.Time{}, time.Time{}, minPlaceWait, nil
 }
 
 func (l *writerLoop) onAddResult(r addResult) {
@@ -233,7 +252,7 @@ func (l *writerLoop) onAddResult(r addResult) {
 		return
 	}
 	reason := failReason(r.err)
-	l.noteFailed(o.send.Bookie, reason, r.err)
+	l.noteFailed(o.send.Bookie, o.send.Instance, reason, r.err)
 	l.core.Failed(o.send, reason)
 	if reason == core.FailUnavailable {
 		// The stream is broken: its other adds fail too; start afresh.
@@ -258,11 +277,18 @@ func failReason(err error) core.FailReason {
 	return core.FailUnavailable
 }
 
-func (l *writerLoop) noteFailed(b core.BookieID, reason core.FailReason, err error) {
+// noteFailed records that bookie b (instance) failed an add; a bookie
+// failure (not the ledger's: fenced, unauthorized, invalid) also puts
+// it in the Client's quarantine, so that no writer places it for a while.
+func (l *writerLoop) noteFailed(b core.BookieID, instance string, reason core.FailReason, err error) {
 	if _, seen := l.failures[b]; !seen && reason != core.FailFenced {
 		l.w.log.Warn("bookie failed an add", "bookie", b, "reason", reason, "err", err)
 	}
 	l.failures[b] = reason.String()
+	switch reason {
+	case core.FailTimeout, core.FailUnavailable, core.FailWrongInstance, core.FailReadOnly:
+		l.w.c.quarantine.add(b, instance, time.Now())
+	}
 }
 
 // failSession fails every unanswered send of sess with reason and kills it.
@@ -292,7 +318,7 @@ func (l *writerLoop) tick(now time.Time) {
 		switch {
 		case len(sess.fifo) > 0 && now.After(l.out[sess.fifo[0]].deadline):
 			if l.ended == nil {
-				l.noteFailed(sess.bookie, core.FailTimeout, fmt.Errorf("no answer within %v", l.w.c.cfg.AddTimeout))
+				l.noteFailed(sess.bookie, sess.instance, core.FailTimeout, fmt.Errorf("no answer within %v", l.w.c.cfg.AddTimeout))
 			}
 			l.failSession(sess, core.FailTimeout)
 		case len(sess.fifo) == 0 && now.Sub(sess.lastUsed) > idleStreamClose:
@@ -335,8 +361,10 @@ func (l *writerLoop) goHelper(f func(ctx context.Context)) {
 }
 
 // maybePlace asks placement for the bookies the core still needs, one
-// request at a time, with backoff; after ReplaceTimeout without success
-// the writer ends with ErrNotEnoughBookies.
+// request at a time, with backoff; placement leaves out the bookies in
+// the Client's quarantine (which holds those that failed here). After
+// ReplaceTimeout without progress the writer ends with
+// ErrNotEnoughBookies.
 func (l *writerLoop) maybePlace() {
 	if l.ended != nil {
 		return
@@ -344,7 +372,9 @@ func (l *writerLoop) maybePlace() {
 	need := l.core.NeedReplacement()
 	now := time.Now()
 	if len(need) == 0 {
-		l.needSince = time.Time{}
+		if len(l.entries) == 0 {
+			l.progressed()
+		}
 		return
 	}
 	if l.needSince.IsZero() {
@@ -369,7 +399,7 @@ func (l *writerLoop) maybePlace() {
 	l.placing = true
 	c := l.w.c
 	l.goHelper(func(ctx context.Context) {
-		regs, err := c.choose(ctx, len(need), exclude)
+		regs, err := c.choose(ctx, len(need), exclude, false)
 		l.w.in.push(placed{need: need, regs: regs, err: err})
 	})
 }
@@ -382,7 +412,7 @@ func (l *writerLoop) onPlaced(p placed) {
 	retry := func(err error) {
 		l.lastPlaceErr = err
 		l.placeRetryAt = time.Now().Add(l.placeWait)
-		l.placeWait = min(2*l.placeWait, 2*time.Second)
+		l.placeWait = min(2*l.placeWait, maxPlaceWait)
 	}
 	if p.err != nil {
 		l.w.log.Warn("no replacement bookie yet", "need", p.need, "err", p.err)
@@ -400,9 +430,6 @@ func (l *writerLoop) onPlaced(p placed) {
 		}
 		l.chosen = append(l.chosen, r.ID)
 		l.w.log.Info("replacing bookie", "failed", old, "replacement", r.ID, "reason", l.failures[old])
-	}
-	if l.lastPlaceErr == nil {
-		l.placeWait = 100 * time.Millisecond
 	}
 }
 
