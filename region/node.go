@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -23,6 +24,7 @@ import (
 	"github.com/stratamesh/strata/internal/meshfile"
 	"github.com/stratamesh/strata/internal/meta"
 	"github.com/stratamesh/strata/internal/telemetry"
+	"github.com/stratamesh/strata/internal/vfs"
 	"github.com/stratamesh/strata/topology"
 )
 
@@ -55,6 +57,7 @@ type Node struct {
 	engine   *storage.Engine             // bookies only: the bookie's storage
 	joins    []func()                    // pool joins, run after registration
 	ports    rememberedPorts             // ports bound last time (ports.json)
+	dirLock  io.Closer                   // the node directory's lock (lockDir), released last by Stop
 
 	fatal    chan error // capacity 1: the first fatal error
 	stop     chan struct{}
@@ -101,6 +104,9 @@ func (n *Node) start(ctx context.Context) error {
 	var err error
 	n.tel, err = telemetry.New(telemetry.Identity{Mesh: n.cfg.Mesh.Name, Region: n.cfg.Region, Node: n.cfg.ID, Role: n.spec.Role})
 	if err != nil {
+		return err
+	}
+	if err := n.lockDir(); err != nil {
 		return err
 	}
 	n.ports = loadPorts(n.dir())
@@ -455,9 +461,37 @@ func (n *Node) Stop(ctx context.Context) error {
 		if n.tel != nil {
 			errs = append(errs, n.tel.Shutdown(ctx))
 		}
+		if n.dirLock != nil {
+			errs = append(errs, n.dirLock.Close())
+		}
 		n.stopErr = errors.Join(errs...)
 	})
 	return n.stopErr
+}
+
+// nodeLockFile is the lock file in a node's directory.
+const nodeLockFile = "node.lock"
+
+// lockDir locks the node's directory (flock, vfs.Lock) before the node
+// touches anything in it — Serf snapshots, remembered ports, the
+// bookie's cookie and storage, etcd's data — so that a second process
+// for the same node (one restarted by hand while the old one lives)
+// stops at once, naming the holder, instead of working on files the live
+// one uses. A crash or kill releases it.
+func (n *Node) lockDir() error {
+	dir := n.dir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	l, err := vfs.Lock(vfs.Default, filepath.Join(dir, nodeLockFile))
+	if errors.Is(err, vfs.ErrLocked) {
+		return fmt.Errorf("%w: its directory %s is in use, probably by another %s (stop it first): %w", ErrDuplicateNode, dir, n.name, err)
+	}
+	if err != nil {
+		return err
+	}
+	n.dirLock = l
+	return nil
 }
 
 // Fatal delivers the first error after which the node cannot go on: its

@@ -24,7 +24,7 @@ func journalFiles(t testing.TB, fsys vfs.FS) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return slices.DeleteFunc(names, func(n string) bool { return n == journalOwnerFile })
+	return slices.DeleteFunc(names, func(n string) bool { return n == journalOwnerFile || n == lockFileName })
 }
 
 func logFiles(t testing.TB, fsys vfs.FS) []string {

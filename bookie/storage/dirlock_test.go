@@ -2,6 +2,9 @@ package storage
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stratamesh/strata/internal/vfs"
@@ -62,5 +65,77 @@ func TestOpenRefusesADirectoryInUse(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOpenWithTheJournalInTheDataDir: a journal directory that is the
+// data directory itself is locked once, not refused as in use by itself.
+func TestOpenWithTheJournalInTheDataDir(t *testing.T) {
+	for _, fsName := range []string{"mem", "os"} {
+		t.Run(fsName, func(t *testing.T) {
+			var fsys vfs.FS = vfs.NewMem()
+			root := "/"
+			if fsName == "os" {
+				fsys, root = vfs.Default, t.TempDir()+"/"
+			}
+			cfg := testConfig(fsys)
+			cfg.Dir, cfg.JournalDir = root+"data", root+"data/"
+			e := open(t, cfg)
+			addMany(t, e, 1, 0, 10)
+			if _, err := Open(cfg); !errors.Is(err, ErrInUse) {
+				t.Fatalf("second engine: %v, want ErrInUse", err)
+			}
+		})
+	}
+}
+
+// TestDefaultJournalDirIsLocked: CheckNotInUse and RemoveJournal see a
+// live engine whose journal is in its default place (Dir/journal).
+func TestDefaultJournalDirIsLocked(t *testing.T) {
+	cfg := testConfig(vfs.Default)
+	cfg.Dir = filepath.Join(t.TempDir(), "data")
+	e := open(t, cfg)
+	addMany(t, e, 1, 0, 10)
+	jdir := filepath.Join(cfg.Dir, journalDir)
+	if err := CheckNotInUse(vfs.Default, jdir); !errors.Is(err, ErrInUse) {
+		t.Fatalf("CheckNotInUse(%s) under a live engine: %v, want ErrInUse", jdir, err)
+	}
+	if n, err := RemoveJournal(vfs.Default, jdir); !errors.Is(err, ErrInUse) || n != 0 {
+		t.Fatalf("RemoveJournal(%s) under a live engine: %d removed, %v; want ErrInUse", jdir, n, err)
+	}
+}
+
+// TestLockFileOutlivesRemoveJournal: a process that opened the journal
+// directory's lock file just before RemoveJournal, and locks it just
+// after, holds the one lock file every later Open meets (RemoveJournal
+// never removes it; a removed one would leave two holders on two files).
+func TestLockFileOutlivesRemoveJournal(t *testing.T) {
+	root := t.TempDir()
+	jdir := filepath.Join(root, "journal")
+	if err := os.MkdirAll(jdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lockPath := filepath.Join(jdir, lockFileName)
+	if err := os.WriteFile(lockPath, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.OpenFile(lockPath, os.O_RDWR, 0o644) // the other process, between open and flock
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := RemoveJournal(vfs.Default, jdir); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(b.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatalf("the other process's flock: %v", err)
+	}
+	cfg := testConfig(vfs.Default)
+	cfg.Dir, cfg.JournalDir = filepath.Join(root, "data2"), jdir
+	if e, err := Open(cfg); !errors.Is(err, ErrInUse) {
+		if err == nil {
+			e.Close()
+		}
+		t.Fatalf("an engine on a journal directory another process holds: %v, want ErrInUse", err)
 	}
 }

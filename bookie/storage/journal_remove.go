@@ -52,7 +52,7 @@ func JournalOwnedBy(dataDir, journalDir string) (bool, error) {
 }
 
 // RemoveJournal deletes the journal's files from dir — journal files,
-// spares, the owner id (OWNER) and the lock file — and nothing else, so
+// spares and the owner id (OWNER) — and nothing else, so
 // that a bookie whose data directory is wiped can start afresh with its
 // journal kept elsewhere (Config.JournalDir; `strata up --fresh`). Only
 // call it for the journal of a data directory being wiped
@@ -71,14 +71,14 @@ func RemoveJournal(fsys vfs.FS, dir string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("bookie: remove journal: %w", err)
 	}
-	lock, err := lockDirs(Config{FS: fsys, Dir: dir})
+	lock, err := lockDir(fsys, dir)
 	if err != nil {
 		return 0, fmt.Errorf("bookie: remove journal: %w", err)
 	}
-	defer unlockDirs(lock)
+	defer lock.Close()
 	removed := 0
 	for _, n := range names {
-		if n != journalOwnerFile && n != lockFileName && !strings.HasSuffix(n, journalExt) && !strings.HasSuffix(n, spareExt) {
+		if n != journalOwnerFile && !strings.HasSuffix(n, journalExt) && !strings.HasSuffix(n, spareExt) {
 			continue
 		}
 		if err := fsys.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -106,10 +106,9 @@ func CheckNotInUse(fsys vfs.FS, dir string) error {
 	if _, err := fsys.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	lock, err := lockDirs(Config{FS: fsys, Dir: dir})
+	lock, err := lockDir(fsys, dir)
 	if err != nil {
 		return err
 	}
-	unlockDirs(lock)
-	return nil
+	return lock.Close()
 }

@@ -42,8 +42,8 @@ func TestRemoveJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(names) != 1 || names[0] != "NOTES.txt" || n < 3 {
-		t.Fatalf("after RemoveJournal (%d removed): %v, want only NOTES.txt", n, names)
+	if len(names) != 2 || names[0] != lockFileName || names[1] != "NOTES.txt" || n < 3 {
+		t.Fatalf("after RemoveJournal (%d removed): %v, want only %s and NOTES.txt", n, names, lockFileName)
 	}
 	e2 := open(t, fresh)
 	if got := e2.Ledgers(); len(got) != 0 {

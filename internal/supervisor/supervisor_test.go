@@ -340,8 +340,8 @@ func TestFreshRemovesOwnedJournals(t *testing.T) {
 		t.Fatalf("--fresh of another data dir emptied mesh A's journal: %v", got)
 	}
 	fresh(dataA)
-	if got := list(jd1); len(got) != 1 || got[0] != "NOTES.txt" {
-		t.Fatalf("k1's journal_dir after --fresh of its data dir: %v, want only NOTES.txt", got)
+	if got := list(jd1); len(got) != 2 || got[0] != "LOCK" || got[1] != "NOTES.txt" {
+		t.Fatalf("k1's journal_dir after --fresh of its data dir: %v, want only LOCK (never removed) and NOTES.txt", got)
 	}
 	if got := list(jd2); !has(got, "OWNER") || !has(got, "NOTES.txt") {
 		t.Fatalf("k2 (own data_dir, not wiped) lost journal files: %v", got)
