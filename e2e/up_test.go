@@ -43,6 +43,7 @@ func TestUpTwoRegions(t *testing.T) {
 	t.Logf("mesh of %d regions alive after %v", len(live.Regions), took)
 	checkShape(t, live)
 	checkBookies(t, dataDir, live)
+	checkBookieReadOnly(t, dataDir)
 
 	// SIGKILL one bookie of west; the rest of west must mark it failed.
 	victim := live.Node("west", "k2")
@@ -161,5 +162,51 @@ func checkBookies(t *testing.T, dataDir string, live *meshfile.File) {
 				t.Errorf("bookie %s/%s: listed with %d bytes used (info error %q)", r.Region, b.ID, b.UsedBytes, b.InfoError)
 			}
 		}
+	}
+}
+
+// checkBookieReadOnly holds east's k1 read-only with `strata admin bookies
+// read-only`, sees the region-wide list say so (from k1's registration and
+// its own answer), and lifts it again.
+func checkBookieReadOnly(t *testing.T, dataDir string) {
+	t.Helper()
+	readOnly := func() bool {
+		out, errOut, code := strata(t, "admin", "bookies", "list", "--json", "--region", "east", "--data-dir", dataDir)
+		if code != 0 {
+			t.Fatalf("admin bookies list: code %d: %s", code, errOut)
+		}
+		var regions []struct {
+			Bookies []struct {
+				ID       string `json:"id"`
+				ReadOnly bool   `json:"read_only"`
+			} `json:"bookies"`
+		}
+		if err := json.Unmarshal([]byte(out), &regions); err != nil || len(regions) != 1 {
+			t.Fatalf("admin bookies list --json: %v\n%s", err, out)
+		}
+		for _, b := range regions[0].Bookies {
+			if b.ID == "k1" {
+				return b.ReadOnly
+			}
+		}
+		t.Fatalf("east lists no k1:\n%s", out)
+		return false
+	}
+	if _, errOut, code := strata(t, "admin", "bookies", "read-only", "k1", "on", "--data-dir", dataDir); code == 0 || !strings.Contains(errOut, "--region") {
+		t.Fatalf("read-only k1 (in both regions) without --region: code %d: %s", code, errOut)
+	}
+	out, errOut, code := strata(t, "admin", "bookies", "read-only", "k1", "on", "--region", "east", "--data-dir", dataDir)
+	if code != 0 || !strings.Contains(out, "east/k1 is read-only") {
+		t.Fatalf("read-only on: code %d: %s%s", code, out, errOut)
+	}
+	if !readOnly() {
+		t.Fatal("east/k1 set read-only, but the list says writable")
+	}
+	out, errOut, code = strata(t, "admin", "bookies", "read-only", "k1", "off", "--region", "east", "--data-dir", dataDir)
+	if code != 0 || !strings.Contains(out, "east/k1 is writable") {
+		t.Fatalf("read-only off: code %d: %s%s", code, out, errOut)
+	}
+	if readOnly() {
+		t.Fatal("east/k1 lifted, but the list says read-only")
 	}
 }

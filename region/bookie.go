@@ -20,14 +20,18 @@ import (
 // (GET /admin/v1/bookie on a bookie node, and each row of
 // GET /admin/v1/bookies).
 type BookieView struct {
-	ID         string `json:"id"`
-	Instance   string `json:"instance"`
-	Address    string `json:"address"` // gRPC, host:port
-	ReadOnly   bool   `json:"read_only"`
-	UsedBytes  int64  `json:"used_bytes,omitempty"`
-	FreeBytes  int64  `json:"free_bytes"`
-	TotalBytes int64  `json:"total_bytes"`
-	Ledgers    int    `json:"ledgers"`
+	ID       string `json:"id"`
+	Instance string `json:"instance"`
+	Address  string `json:"address"` // gRPC, host:port
+	ReadOnly bool   `json:"read_only"`
+	// ReadOnlySet is true while an operator holds the bookie read-only
+	// (PUT /admin/v1/bookie/read-only), whatever its disk usage; own view
+	// only. ReadOnly without it: the disk passed its threshold.
+	ReadOnlySet bool  `json:"read_only_set,omitempty"`
+	UsedBytes   int64 `json:"used_bytes,omitempty"`
+	FreeBytes   int64 `json:"free_bytes"`
+	TotalBytes  int64 `json:"total_bytes"`
+	Ledgers     int   `json:"ledgers"`
 	// JournalDir is the journal's directory when the topology names one
 	// (journal_dir), with the free and total bytes of its file system
 	// (both absent when that check failed; own view only).
@@ -106,6 +110,9 @@ func (n *Node) runBookie(ctx context.Context, dir string, port int) (*bookie.Boo
 			if err != nil {
 				return nil, err
 			}
+			if readOnlySet(dir) { // before it registers: the registration says so
+				e.SetReadOnly(true)
+			}
 			n.engine = e
 			return e, nil
 		},
@@ -116,7 +123,7 @@ func (n *Node) runBookie(ctx context.Context, dir string, port int) (*bookie.Boo
 func (n *Node) localBookie() BookieView {
 	i := n.bookie.Info()
 	st := n.engine.Stats()
-	return BookieView{ID: i.BookieID, Instance: i.Instance, Address: i.Address, ReadOnly: i.ReadOnly,
+	return BookieView{ID: i.BookieID, Instance: i.Instance, Address: i.Address, ReadOnly: i.ReadOnly, ReadOnlySet: n.engine.ReadOnlyBySet(),
 		UsedBytes: i.UsedBytes, FreeBytes: i.FreeBytes, TotalBytes: i.TotalBytes, Ledgers: i.NumLedgers,
 		JournalDir: i.JournalDir, JournalFreeBytes: i.JournalFreeBytes, JournalTotalBytes: i.JournalTotalBytes,
 		Journal: &JournalStats{Batches: st.JournalBatches, Adds: st.JournalAdds, Bytes: st.JournalBytes, SyncSeconds: st.JournalSyncTime.Seconds(),
@@ -157,6 +164,9 @@ func (n *Node) bookieRoutes(s *adminhttp.Server) {
 		s.Handle("GET /admin/v1/bookie", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			adminhttp.WriteJSON(w, http.StatusOK, n.localBookie())
 		}))
+	}
+	if n.spec.Role == "bookie" {
+		s.Handle("PUT /admin/v1/bookie/read-only", http.HandlerFunc(n.putReadOnly))
 	}
 	s.Handle("GET /admin/v1/bookies", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), metadataTimeout)

@@ -15,6 +15,10 @@ func (e *Engine) readOnly() bool { return e.readOnlyDisk.Load() || e.readOnlyAdm
 // the disk-usage check applies independently.
 func (e *Engine) SetReadOnly(ro bool) { e.readOnlyAdmin.Store(ro) }
 
+// ReadOnlyBySet reports whether SetReadOnly(true) is in force (the disk's
+// threshold aside).
+func (e *Engine) ReadOnlyBySet() bool { return e.readOnlyAdmin.Load() }
+
 // checkDisk re-reads the usage of the file systems holding the data
 // directory and the journal directory, and updates the read-only state:
 // either one past ReadOnlyThreshold turns the bookie read-only, as

@@ -36,6 +36,27 @@ func (f *adminFlags) register(cmd *cobra.Command) {
 	p.DurationVar(&f.timeout, "timeout", 5*time.Second, "how long to wait for an answer")
 }
 
+// nodeTarget is the admin URL of node id of role (with --url, that URL):
+// for the commands addressed to one node.
+func (f *adminFlags) nodeTarget(role, id string) (region, url string, err error) {
+	if f.url != "" {
+		u := strings.TrimRight(f.url, "/")
+		if !strings.Contains(u, "://") {
+			u = "http://" + u
+		}
+		return f.region, u, nil
+	}
+	dir := dataDirOr(f.dataDir, nil)
+	mf, err := meshfile.Read(dir)
+	if err != nil {
+		return "", "", err
+	}
+	if !supervisor.Running(dir) {
+		return "", "", fmt.Errorf("%s is stale: no strata up is running with data dir %s (give --url to ask a node directly)", meshfile.Path(dir), dir)
+	}
+	return adminclient.NodeTarget(mf, f.region, role, id)
+}
+
 // targets lists, per region, the admin URLs to try.
 func (f *adminFlags) targets() (map[string][]string, []string, error) {
 	return f.roleTargets("")
@@ -140,6 +161,7 @@ func newAdmin() *cobra.Command {
 			return nil
 		},
 	})
+	bookies.AddCommand(newAdminBookieReadOnly(&flags))
 	cmd.AddCommand(bookies, newAdminLedgers(&flags), newAdminTopics(&flags), newAdminBundles(&flags))
 	return cmd
 }

@@ -154,3 +154,36 @@ func do(ctx context.Context, client *http.Client, method, base, path string, in 
 	}
 	return nil
 }
+
+// NodeTarget finds node id of the given role in f (in region, or in any
+// region when region is "") and returns its region and admin URL. Errors
+// name what is wrong: no such node, a node that exited, or an id found
+// in several regions (give the region).
+func NodeTarget(f *meshfile.File, region, role, id string) (string, string, error) {
+	var found []string
+	var url, exited string
+	for _, r := range f.Regions {
+		if region != "" && r.Name != region {
+			continue
+		}
+		for _, n := range r.Nodes {
+			if n.ID == id && n.Role == role {
+				found = append(found, r.Name)
+				url, exited = n.Admin, n.Exited
+			}
+		}
+	}
+	switch {
+	case len(found) == 0 && region != "":
+		return "", "", fmt.Errorf("region %s of mesh %s has no %s %q", region, f.Mesh, role, id)
+	case len(found) == 0:
+		return "", "", fmt.Errorf("mesh %s has no %s %q", f.Mesh, role, id)
+	case len(found) > 1:
+		return "", "", fmt.Errorf("%s %q is in regions %s: say which with --region", role, id, strings.Join(found, ", "))
+	case exited != "":
+		return "", "", fmt.Errorf("%s %s/%s is not running (%s)", role, found[0], id, exited)
+	case url == "":
+		return "", "", fmt.Errorf("%s %s/%s has no admin URL in mesh.json", role, found[0], id)
+	}
+	return found[0], url, nil
+}

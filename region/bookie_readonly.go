@@ -1,0 +1,114 @@
+package region
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/stratamesh/strata/internal/adminhttp"
+)
+
+// readOnlyFile in a bookie node's directory records that an operator set
+// the bookie read-only, so that it stays so across restarts until lifted.
+const readOnlyFile = "READ_ONLY"
+
+// readOnlyRequest is PUT /admin/v1/bookie/read-only's body.
+type readOnlyRequest struct {
+	ReadOnly *bool `json:"read_only"`
+}
+
+// maxReadOnlyBody is the largest body PUT …/read-only reads, in bytes.
+const maxReadOnlyBody = 1 << 10
+
+// parseReadOnlyRequest parses {"read_only": true|false}: one JSON object,
+// the field required, no other field, nothing after it. Errors name what
+// was wrong.
+func parseReadOnlyRequest(body []byte) (bool, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var req readOnlyRequest
+	if err := dec.Decode(&req); err != nil {
+		return false, fmt.Errorf("read-only body: %w", err)
+	}
+	if dec.More() {
+		return false, errors.New("read-only body: more than one JSON value")
+	}
+	if req.ReadOnly == nil {
+		return false, errors.New(`read-only body: "read_only" is required`)
+	}
+	return *req.ReadOnly, nil
+}
+
+// putReadOnly answers PUT /admin/v1/bookie/read-only (BookKeeper's manual
+// read-only mode, e.g. to drain a bookie before taking it away): with
+// {"read_only": true} the bookie refuses new adds (CODE_READ_ONLY; ledger
+// writers place other bookies), keeps serving reads and fences, and its
+// registration says read-only; false lifts it (the disk threshold still
+// applies). The setting survives restarts (readOnlyFile). 200 with the
+// bookie's view; 400 for a bad body; 500 if the setting could not be
+// recorded on disk (then nothing changed).
+func (n *Node) putReadOnly(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxReadOnlyBody+1))
+	if err == nil && len(body) > maxReadOnlyBody {
+		err = fmt.Errorf("read-only body: more than %d bytes", maxReadOnlyBody)
+	}
+	var ro bool
+	if err == nil {
+		ro, err = parseReadOnlyRequest(body)
+	}
+	if err != nil {
+		adminhttp.WriteError(w, http.StatusBadRequest, "invalid_body", err.Error()+` (want {"read_only": true} or {"read_only": false})`, "read_only")
+		return
+	}
+	if err := setReadOnlyFile(n.dir(), ro); err != nil {
+		adminhttp.WriteError(w, http.StatusInternalServerError, "internal", "recording the read-only setting: "+err.Error(), "")
+		return
+	}
+	n.engine.SetReadOnly(ro)
+	n.bookie.Registrar().Refresh() // publish the new state now
+	n.logger.Info("bookie read-only set by an operator", "read_only", ro)
+	adminhttp.WriteJSON(w, http.StatusOK, n.localBookie())
+}
+
+// setReadOnlyFile records (ro) or removes the operator's read-only
+// setting in dir, durably.
+func setReadOnlyFile(dir string, ro bool) error {
+	name := filepath.Join(dir, readOnlyFile)
+	if ro {
+		f, err := os.Create(name)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(f, "read-only set by an operator at %s\n", time.Now().UTC().Format(time.RFC3339))
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	} else if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// readOnlySet reports whether an operator left the bookie in dir
+// read-only.
+func readOnlySet(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, readOnlyFile))
+	return err == nil
+}

@@ -1,0 +1,135 @@
+package region
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratamesh/strata/bookie"
+	"github.com/stratamesh/strata/bookie/storage"
+	"github.com/stratamesh/strata/internal/adminclient"
+	"github.com/stratamesh/strata/internal/gossip"
+	"github.com/stratamesh/strata/internal/meta"
+	"github.com/stratamesh/strata/internal/testutil"
+)
+
+func TestParseReadOnlyRequest(t *testing.T) {
+	for body, want := range map[string]bool{`{"read_only":true}`: true, ` {"read_only": false} `: false} {
+		if got, err := parseReadOnlyRequest([]byte(body)); err != nil || got != want {
+			t.Errorf("%q: %v, %v; want %v", body, got, err, want)
+		}
+	}
+	for body, wantErr := range map[string]string{
+		``:                                  "EOF",
+		`{`:                                 "unexpected EOF",
+		`{}`:                                `"read_only" is required`,
+		`{"read_only":null}`:                `"read_only" is required`,
+		`{"read_only":"yes"}`:               "cannot unmarshal string",
+		`{"read_only":1}`:                   "cannot unmarshal number",
+		`{"readOnly":true}`:                 "unknown field",
+		`{"read_only":true,"reason":"x"}`:   "unknown field",
+		`{"read_only":true} {}`:             "more than one JSON value",
+		`[true]`:                            "cannot unmarshal array",
+		`{"read_only":true,"read_only":[]}`: "cannot unmarshal array",
+	} {
+		_, err := parseReadOnlyRequest([]byte(body))
+		if err == nil || !strings.Contains(err.Error(), wantErr) || !strings.Contains(err.Error(), "read-only body") {
+			t.Errorf("%q: err %v, want one naming %q", body, err, wantErr)
+		}
+	}
+}
+
+// FuzzParseReadOnlyRequest: any body parses or fails with an error naming
+// the read-only body; never panics.
+func FuzzParseReadOnlyRequest(f *testing.F) {
+	f.Add([]byte(`{"read_only":true}`))
+	f.Add([]byte(`{"read_only":false,"x":1}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if _, err := parseReadOnlyRequest(body); err != nil && !strings.Contains(err.Error(), "read-only body") {
+			t.Fatalf("error %v does not name the read-only body", err)
+		}
+	})
+}
+
+// TestBookieReadOnlyByOperator: PUT /admin/v1/bookie/read-only holds a
+// bookie read-only — adds refused, its registration and views say so —
+// across a restart of the node, until lifted; bad bodies are refused and
+// change nothing.
+func TestBookieReadOnlyByOperator(t *testing.T) {
+	m := parse(t, oneRegion)
+	base := NodeConfig{Mesh: m, Region: "r1", DataDir: t.TempDir(), Gossip: gossip.ProfileLoopback, RegistrationTTL: 2 * time.Second}
+	mc := base
+	mc.ID = "meta"
+	me := startNode(t, mc).Endpoints()
+	kc := base
+	kc.ID, kc.EtcdEndpoints, kc.LANJoin = "k1", []string{me.Etcd}, []string{me.SerfLAN}
+	k1 := startNode(t, kc)
+	store, err := meta.Open(context.Background(), meta.Config{Endpoints: []string{me.Etcd}, Prefix: "/strata/unit/r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	add := func(n *Node, entry int64) error {
+		done := make(chan error, 1)
+		n.engine.Add(storage.AddRequest{LedgerID: 1, EntryID: entry, LAC: entry - 1, MasterKey: []byte("k"), Payload: []byte("x")}, func(err error) { done <- err })
+		return <-done
+	}
+	registeredReadOnly := func() bool {
+		regs, err := bookie.ListRegistrations(ctx, store)
+		return err == nil && len(regs) == 1 && regs[0].ReadOnly
+	}
+	put := func(n *Node, body string) (BookieView, error) {
+		var v BookieView
+		err := adminclient.Send(ctx, nil, http.MethodPut, n.Endpoints().Admin, "/admin/v1/bookie/read-only", json.RawMessage(body), &v)
+		return v, err
+	}
+	if err := add(k1, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, bad := range []string{`{}`, `{"read_only":"on"}`, `{"read_only":true,"x":1}`} {
+		var apiErr *adminclient.APIError
+		if _, err := put(k1, bad); !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest {
+			t.Fatalf("PUT %s: %v, want 400", bad, err)
+		}
+	}
+	if err := add(k1, 1); err != nil {
+		t.Fatalf("add after refused PUTs: %v", err)
+	}
+
+	v, err := put(k1, `{"read_only":true}`)
+	if err != nil || !v.ReadOnly || !v.ReadOnlySet {
+		t.Fatalf("PUT read_only true: %+v, %v", v, err)
+	}
+	if err := add(k1, 2); !errors.Is(err, storage.ErrReadOnly) {
+		t.Fatalf("add to a bookie set read-only: %v, want ErrReadOnly", err)
+	}
+	if _, err := k1.engine.Read(1, 1); err != nil {
+		t.Fatalf("read from a bookie set read-only: %v", err)
+	}
+	testutil.Eventually(t, "the registration says read-only", 10*time.Second, registeredReadOnly)
+
+	// A restart keeps it.
+	if err := k1.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	k1 = startNode(t, kc)
+	if err := add(k1, 2); !errors.Is(err, storage.ErrReadOnly) {
+		t.Fatalf("add after a restart: %v, want ErrReadOnly (the setting survives)", err)
+	}
+	testutil.Eventually(t, "the registration says read-only after the restart", 10*time.Second, registeredReadOnly)
+
+	if v, err := put(k1, `{"read_only":false}`); err != nil || v.ReadOnly || v.ReadOnlySet {
+		t.Fatalf("PUT read_only false: %+v, %v", v, err)
+	}
+	if err := add(k1, 2); err != nil {
+		t.Fatalf("add once lifted: %v", err)
+	}
+	testutil.Eventually(t, "the registration says writable", 10*time.Second, func() bool { return !registeredReadOnly() })
+}
