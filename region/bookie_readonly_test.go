@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,8 +19,8 @@ import (
 )
 
 func TestParseReadOnlyRequest(t *testing.T) {
-	for body, want := range map[string]bool{`{"read_only":true}`: true, ` {"read_only": false} `: false} {
-		if got, err := parseReadOnlyRequest([]byte(body)); err != nil || got != want {
+	for body, want := range map[string]bool{`{"read_only":true}`: true, ` {"read_only": false} `: false, `{"read_only":true,"bookie":"k1"}`: true} {
+		if got, _, err := parseReadOnlyRequest([]byte(body)); err != nil || got != want {
 			t.Errorf("%q: %v, %v; want %v", body, got, err, want)
 		}
 	}
@@ -35,8 +36,9 @@ func TestParseReadOnlyRequest(t *testing.T) {
 		`{"read_only":true} {}`:             "more than one JSON value",
 		`[true]`:                            "cannot unmarshal array",
 		`{"read_only":true,"read_only":[]}`: "cannot unmarshal array",
+		`{"read_only":true,"bookie":7}`:     "cannot unmarshal number",
 	} {
-		_, err := parseReadOnlyRequest([]byte(body))
+		_, _, err := parseReadOnlyRequest([]byte(body))
 		if err == nil || !strings.Contains(err.Error(), wantErr) || !strings.Contains(err.Error(), "read-only body") {
 			t.Errorf("%q: err %v, want one naming %q", body, err, wantErr)
 		}
@@ -49,7 +51,7 @@ func FuzzParseReadOnlyRequest(f *testing.F) {
 	f.Add([]byte(`{"read_only":true}`))
 	f.Add([]byte(`{"read_only":false,"x":1}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if _, err := parseReadOnlyRequest(body); err != nil && !strings.Contains(err.Error(), "read-only body") {
+		if _, _, err := parseReadOnlyRequest(body); err != nil && !strings.Contains(err.Error(), "read-only body") {
 			t.Fatalf("error %v does not name the read-only body", err)
 		}
 	})
@@ -103,11 +105,31 @@ func TestBookieReadOnlyByOperator(t *testing.T) {
 		t.Fatalf("add after refused PUTs: %v", err)
 	}
 
-	v, err := put(k1, `{"read_only":true}`)
+	// Meant for another bookie (a wrong URL): refused, nothing changed.
+	var apiErr *adminclient.APIError
+	if _, err := put(k1, `{"read_only":true,"bookie":"k2"}`); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
+		t.Fatalf("PUT naming another bookie: %v, want 409", err)
+	}
+	if err := add(k1, 2); err != nil {
+		t.Fatalf("add after a PUT meant for another bookie: %v", err)
+	}
+
+	// Settings racing each other leave the file and the engine agreeing.
+	for range 20 {
+		var wg sync.WaitGroup
+		wg.Go(func() { put(k1, `{"read_only":true}`) })
+		wg.Go(func() { put(k1, `{"read_only":false}`) })
+		wg.Wait()
+		if mem, file := k1.engine.ReadOnlyBySet(), readOnlySet(k1.dir()); mem != file {
+			t.Fatalf("after racing PUTs: engine set read-only %v, READ_ONLY file %v", mem, file)
+		}
+	}
+
+	v, err := put(k1, `{"read_only":true,"bookie":"k1"}`)
 	if err != nil || !v.ReadOnly || !v.ReadOnlySet {
 		t.Fatalf("PUT read_only true: %+v, %v", v, err)
 	}
-	if err := add(k1, 2); !errors.Is(err, storage.ErrReadOnly) {
+	if err := add(k1, 3); !errors.Is(err, storage.ErrReadOnly) {
 		t.Fatalf("add to a bookie set read-only: %v, want ErrReadOnly", err)
 	}
 	if _, err := k1.engine.Read(1, 1); err != nil {
@@ -120,7 +142,7 @@ func TestBookieReadOnlyByOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	k1 = startNode(t, kc)
-	if err := add(k1, 2); !errors.Is(err, storage.ErrReadOnly) {
+	if err := add(k1, 3); !errors.Is(err, storage.ErrReadOnly) {
 		t.Fatalf("add after a restart: %v, want ErrReadOnly (the setting survives)", err)
 	}
 	testutil.Eventually(t, "the registration says read-only after the restart", 10*time.Second, registeredReadOnly)
@@ -128,7 +150,7 @@ func TestBookieReadOnlyByOperator(t *testing.T) {
 	if v, err := put(k1, `{"read_only":false}`); err != nil || v.ReadOnly || v.ReadOnlySet {
 		t.Fatalf("PUT read_only false: %+v, %v", v, err)
 	}
-	if err := add(k1, 2); err != nil {
+	if err := add(k1, 3); err != nil {
 		t.Fatalf("add once lifted: %v", err)
 	}
 	testutil.Eventually(t, "the registration says writable", 10*time.Second, func() bool { return !registeredReadOnly() })

@@ -58,6 +58,8 @@ type Node struct {
 	joins    []func()                    // pool joins, run after registration
 	ports    rememberedPorts             // ports bound last time (ports.json)
 	dirLock  io.Closer                   // the node directory's lock (lockDir), released last by Stop
+	// readOnlyMu serializes operators' read-only settings (putReadOnly).
+	readOnlyMu sync.Mutex
 
 	fatal    chan error // capacity 1: the first fatal error
 	stop     chan struct{}

@@ -180,7 +180,7 @@ func (m *Mem) add(req storage.AddRequest) error {
 	if err := m.check(OpAdd, req.LedgerID, req.EntryID); err != nil {
 		return err
 	}
-	if m.usage.ReadOnly {
+	if m.usage.ReadOnly && !req.Recovery { // recovery adds pass, as the engine's
 		return storage.ErrReadOnly
 	}
 	l := m.ledgers[req.LedgerID]

@@ -29,13 +29,14 @@ const (
 	DefaultMaxEntrySize = bookie.DefaultMaxEntrySize - FrameHeaderSize
 )
 
-// PlacementFunc chooses n bookies among candidates (the registered
-// bookies, sorted by id, less those in the Client's quarantine: see
+// PlacementFunc chooses n bookies among candidates (registered bookies,
+// sorted by id: first those out of the Client's quarantine, and, when
+// they are too few, again with the quarantined ones for the rest; see
 // Config.BookieQuarantine), none of whose ids is in exclude. It returns
 // exactly n distinct registrations, or an error wrapping
 // ErrNotEnoughBookies. It is called for Create (exclude empty) and for
-// each ensemble change (exclude: the ensemble and the replacements
-// already chosen), from a goroutine of the client, and must not block
+// each ensemble change (exclude: the ensemble, the replacements already
+// chosen and the bookies that failed the writer lately), from a goroutine of the client, and must not block
 // for long.
 type PlacementFunc func(candidates []bookie.Registration, n int, exclude []string) ([]bookie.Registration, error)
 
@@ -64,22 +65,22 @@ type Config struct {
 	// ensemble changes in between: replacements that fail in turn do
 	// not restart it. Default 30 s.
 	ReplaceTimeout time.Duration
-	// BookieQuarantine is how long a bookie instance that failed an add
-	// of any writer of this Client (no answer within AddTimeout,
-	// unavailable, wrong instance, read-only) stays out of the bookies
-	// this Client places: replacements in ensemble changes (its writers'
-	// and its recoveries') never name it, even while its registration
-	// lives on in etcd until its lease expires, so an ensemble change
-	// never swaps one dead bookie for another that just failed (BookKeeper's
-	// bookieQuarantineTime). A writer whose only candidates are
-	// quarantined keeps retrying placement with backoff, without writing
-	// metadata, until one is free or ReplaceTimeout ends it with
-	// ErrNotEnoughBookies. Create prefers bookies out of quarantine but
-	// uses quarantined ones rather than fail. Each new failure restarts
-	// the bookie's quarantine; once it ends the bookie may be placed
-	// again (it may have come back). A new instance at the same id (a
-	// wiped disk) is not in quarantine. Shared by every writer of the
-	// Client. Default DefaultBookieQuarantine (20 s).
+	// BookieQuarantine is how long a bookie that failed an add of a
+	// writer of this Client (no answer within AddTimeout, unavailable,
+	// wrong instance, read-only) stays out of placement
+	// (BookKeeper's bookieQuarantineTime), even while its registration
+	// lives on in etcd until its lease expires: that writer's ensemble
+	// changes never place it back in the period (so two bookies that die
+	// together are never swapped for each other, one metadata write
+	// after another); every other placement of the Client (other
+	// writers' ensemble changes, recoveries, Create) prefers bookies out
+	// of quarantine and places quarantined ones only when too few others
+	// remain. A writer with no candidate left keeps retrying placement
+	// with backoff, without writing metadata, until one is free or
+	// ReplaceTimeout ends it with ErrNotEnoughBookies. Each new failure
+	// restarts the period. A new instance at the same id (a wiped disk)
+	// is not in the Client's quarantine. Default DefaultBookieQuarantine
+	// (20 s).
 	BookieQuarantine time.Duration
 	// MaxPendingBytes bounds a Writer's appended but unconfirmed payload
 	// bytes: AppendAsync blocks beyond it until earlier entries complete

@@ -94,10 +94,13 @@ func (q *quarantine) filter(regs []bookie.Registration, now time.Time) (free []b
 	return free, held
 }
 
-// choose lists the registered bookies and asks Placement for n of them
-// among those out of quarantine, checking its answer. orQuarantined (for
-// Create): if that finds too few, ask again among all of them.
-func (c *Client) choose(ctx context.Context, n int, exclude []string, orQuarantined bool) ([]bookie.Registration, error) {
+// choose lists the registered bookies and asks Placement for n of them,
+// none in exclude, preferring bookies out of the Client's quarantine: as
+// many as it can of those, the rest among the quarantined (BookKeeper
+// also places quarantined bookies rather than fail). Callers put the
+// bookies that must not be placed at all — one that just failed the same
+// writer, say — in exclude. It checks Placement's answer.
+func (c *Client) choose(ctx context.Context, n int, exclude []string) ([]bookie.Registration, error) {
 	lctx, cancel := context.WithTimeout(ctx, c.cfg.OpTimeout)
 	regs, err := bookie.ListRegistrations(lctx, c.cfg.Store)
 	cancel()
@@ -106,10 +109,10 @@ func (c *Client) choose(ctx context.Context, n int, exclude []string, orQuaranti
 	}
 	free, held := c.quarantine.filter(regs, time.Now())
 	chosen, err := c.cfg.Placement(free, n, exclude)
-	if err != nil && len(held) > 0 {
-		if orQuarantined && errors.Is(err, ErrNotEnoughBookies) {
-			c.log.Info("placing bookies in quarantine: too few others", "quarantined", held, "err", err)
-			chosen, err = c.cfg.Placement(regs, n, exclude)
+	if err != nil && len(held) > 0 && errors.Is(err, ErrNotEnoughBookies) {
+		if mixed, merr := c.placeMixed(regs, free, n, exclude); merr == nil {
+			c.log.Info("placing bookies in quarantine: too few others", "quarantined", held, "chosen", regIDs(mixed))
+			chosen, err = mixed, nil
 		} else {
 			err = fmt.Errorf("%w; in quarantine after failing: %v", err, held)
 		}
@@ -131,4 +134,33 @@ func (c *Client) choose(ctx context.Context, n int, exclude []string, orQuaranti
 		}
 	}
 	return chosen, nil
+}
+
+// placeMixed places n bookies taking as many as it can (m < n) among
+// free, then the other n-m among all of regs, the m excluded.
+func (c *Client) placeMixed(regs, free []bookie.Registration, n int, exclude []string) ([]bookie.Registration, error) {
+	err := fmt.Errorf("%w: need %d", ErrNotEnoughBookies, n)
+	for m := min(n-1, len(free)); m >= 0; m-- {
+		var part []bookie.Registration
+		if m > 0 {
+			if part, err = c.cfg.Placement(free, m, exclude); err != nil || len(part) != m {
+				continue
+			}
+		}
+		rest, rerr := c.cfg.Placement(regs, n-m, append(slices.Clone(exclude), regIDs(part)...))
+		if rerr != nil {
+			err = rerr
+			continue
+		}
+		return append(part, rest...), nil
+	}
+	return nil, err
+}
+
+func regIDs(rs []bookie.Registration) []string {
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ID
+	}
+	return ids
 }

@@ -232,8 +232,8 @@ func TestDeadBookiesNotPlacedAgain(t *testing.T) {
 // k3, which fails in turn; k1 is in quarantine, so there is no candidate:
 // the writer waits, retrying placement without writing metadata, and
 // either ends with ErrNotEnoughBookies after ReplaceTimeout or, once a
-// new bookie registers, places it and goes on. Create, unlike a
-// replacement, falls back on quarantined bookies.
+// new bookie registers, places it and goes on. Create, unlike this
+// writer's replacements, falls back on quarantined bookies.
 func TestOnlyQuarantinedCandidates(t *testing.T) {
 	t.Run("gives up", func(t *testing.T) {
 		e, w, p := quarantineSetup(t, 3, func(c *Config) { c.ReplaceTimeout = time.Second }, "k1", "k3")
@@ -252,14 +252,15 @@ func TestOnlyQuarantinedCandidates(t *testing.T) {
 		if md, err := w.Close(testCtx(t)); !errors.Is(err, ErrNotEnoughBookies) || md.State != core.StateOpen {
 			t.Fatalf("Close of the ended writer = %+v, %v", md, err)
 		}
-		// Create takes quarantined bookies rather than fail (one bookie,
-		// k2, is out of quarantine; the ordered placement then takes k1).
+		// Create takes quarantined bookies rather than fail, after every
+		// bookie out of quarantine: k2 first, then the ordered placement's
+		// first quarantined one, k1.
 		w2, err := w.c.Create(testCtx(t), CreateOptions{Ensemble: 2, WriteQuorum: 2, AckQuorum: 2})
 		if err != nil {
 			t.Fatalf("Create with bookies in quarantine: %v", err)
 		}
-		if ens := w2.Metadata().Segments[0].Ensemble; !slices.Equal(ens, []core.BookieID{"k1", "k2"}) {
-			t.Fatalf("created on %v", ens)
+		if ens := w2.Metadata().Segments[0].Ensemble; !slices.Equal(ens, []core.BookieID{"k2", "k1"}) {
+			t.Fatalf("created on %v; want k2 (out of quarantine) and then k1", ens)
 		}
 	})
 	t.Run("spare appears", func(t *testing.T) {
@@ -296,4 +297,108 @@ func TestOnlyQuarantinedCandidates(t *testing.T) {
 			t.Fatalf("%d ensemble changes; want 2 (k1 → k3 → k4)", n)
 		}
 	})
+}
+
+// TestSpareFailedByAnotherWriterIsPlaced: a healthy bookie (k3) that
+// failed one add of another writer during a quick restart is the only
+// spare when k1 dies afterwards: the Client's quarantine holds k3, but the
+// writer k1 failed places it anyway (too few others), and goes on at once
+// — even with ReplaceTimeout (10 s) below the quarantine (20 s).
+func TestSpareFailedByAnotherWriterIsPlaced(t *testing.T) {
+	replaceTimeout := 10 * time.Second
+	e := newEnv(t, 3)
+	ctx := testCtx(t)
+	p := &orderedPlacement{dead: newDeadBookies()}
+	c := e.client(func(c *Config) { c.Placement = p.place; c.ReplaceTimeout = replaceTimeout })
+	opts := CreateOptions{Ensemble: 2, WriteQuorum: 2, AckQuorum: 2}
+	registered := func(id string, want bool) {
+		testutil.Eventually(t, id+" registration", 10*time.Second, func() bool {
+			regs, err := bookie.ListRegistrations(ctx, e.store)
+			return err == nil && slices.ContainsFunc(regs, func(r bookie.Registration) bool { return r.ID == id }) == want
+		})
+	}
+
+	e.stop("k1")
+	registered("k1", false)
+	w2, err := c.Create(ctx, opts) // on k2, k3
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w2.Append(ctx, payload(0)); err != nil {
+		t.Fatal(err)
+	}
+	e.restart("k1", false)
+	registered("k1", true)
+	w1, err := c.Create(ctx, opts) // on k1, k2
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ens := w1.Metadata().Segments[0].Ensemble; !slices.Equal(ens, []core.BookieID{"k1", "k2"}) {
+		t.Fatalf("w1 on %v", ens)
+	}
+	if _, err := w1.Append(ctx, payload(0)); err != nil {
+		t.Fatal(err)
+	}
+
+	// k3 restarts quickly (same disk, same instance): w2 fails it once
+	// and moves to k1.
+	e.stop("k3")
+	if _, err := w2.Append(ctx, payload(1)); err != nil {
+		t.Fatalf("w2 append while k3 restarts: %v", err)
+	}
+	if _, err := w2.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.restart("k3", false)
+	registered("k3", true)
+	if _, err := e.direct("k3").Info(ctx, false); err != nil {
+		t.Fatalf("k3 is up: %v", err)
+	}
+
+	// Now k1 dies for good: k3, healthy and registered, is the only spare.
+	e.stop("k1")
+	start := time.Now()
+	_, err = w1.Append(ctx, payload(1))
+	t.Logf("w1 append after k1 died: %v after %v; last ensemble %v", err, time.Since(start).Round(time.Millisecond),
+		w1.Metadata().Segments[len(w1.Metadata().Segments)-1].Ensemble)
+	if errors.Is(err, ErrNotEnoughBookies) {
+		t.Fatalf("writer ended although the healthy bookie k3 was available: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("append stalled %v with a healthy spare registered", d)
+	}
+}
+
+// TestCreatePrefersBookiesOutOfQuarantine: with too few bookies out of
+// quarantine, Create's placement takes all of those first and only the
+// rest among the quarantined.
+func TestCreatePrefersBookiesOutOfQuarantine(t *testing.T) {
+	e := newEnv(t, 4)
+	ctx := testCtx(t)
+	c := e.client()
+	regs, err := bookie.ListRegistrations(ctx, e.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range regs {
+		if r.ID == "k3" || r.ID == "k4" {
+			c.quarantine.add(core.BookieID(r.ID), r.Instance, time.Now())
+		}
+	}
+	for i := range 40 {
+		chosen, err := c.choose(ctx, 3, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range chosen {
+			ids = append(ids, r.ID)
+		}
+		if !slices.Contains(ids, "k1") || !slices.Contains(ids, "k2") {
+			t.Fatalf("try %d: Create's placement chose %v with k1, k2 free and k3, k4 in quarantine", i, ids)
+		}
+	}
 }

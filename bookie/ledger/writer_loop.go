@@ -85,6 +85,7 @@ type writerLoop struct {
 	chosen       []string       // replacements chosen in the change under way
 	proposal     *core.Metadata // the update whose CAS is in flight
 	failures     map[core.BookieID]string
+	failedAt     map[core.BookieID]time.Time // bookie failures (not the ledger's: fenced, ...) of this writer, last time
 
 	closing  *closeEv
 	closeCAS bool
@@ -104,7 +105,7 @@ func newWriterLoop(w *Writer, cw *core.Writer) *writerLoop {
 	return &writerLoop{
 		w: w, core: cw, ctx: ctx, stop: cancel,
 		sessions: map[core.BookieID]*addSession{}, out: map[uint64]*outSend{},
-		failures: map[core.BookieID]string{}, placeWait: minPlaceWait,
+		failures: map[core.BookieID]string{}, failedAt: map[core.BookieID]time.Time{}, placeWait: minPlaceWait,
 	}
 }
 
@@ -277,9 +278,11 @@ func failReason(err error) core.FailReason {
 	return core.FailUnavailable
 }
 
-// noteFailed records that bookie b (instance) failed an add; a bookie
-// failure (not the ledger's: fenced, unauthorized, invalid) also puts
-// it in the Client's quarantine, so that no writer places it for a while.
+// noteFailed records that bookie b (instance) failed an add. A bookie
+// failure (not the ledger's: fenced, unauthorized, invalid) also keeps
+// this writer from placing b back for Config.BookieQuarantine, and puts
+// b in the Client's quarantine, which the other writers' placements
+// avoid while they have other bookies.
 func (l *writerLoop) noteFailed(b core.BookieID, instance string, reason core.FailReason, err error) {
 	if _, seen := l.failures[b]; !seen && reason != core.FailFenced {
 		l.w.log.Warn("bookie failed an add", "bookie", b, "reason", reason, "err", err)
@@ -287,7 +290,9 @@ func (l *writerLoop) noteFailed(b core.BookieID, instance string, reason core.Fa
 	l.failures[b] = reason.String()
 	switch reason {
 	case core.FailTimeout, core.FailUnavailable, core.FailWrongInstance, core.FailReadOnly:
-		l.w.c.quarantine.add(b, instance, time.Now())
+		now := time.Now()
+		l.failedAt[b] = now
+		l.w.c.quarantine.add(b, instance, now)
 	}
 }
 
@@ -389,6 +394,15 @@ func (l *writerLoop) maybePlace() {
 		return
 	}
 	exclude := slices.Clone(l.chosen)
+	// A bookie that failed this writer is not placed back into it while
+	// its quarantine lasts, even when nothing else is left: two bookies
+	// that died together would otherwise replace each other, one metadata
+	// write after another, until their registrations expired.
+	for b, at := range l.failedAt {
+		if now.Sub(at) < l.w.c.cfg.BookieQuarantine {
+			exclude = append(exclude, string(b))
+		}
+	}
 	for _, md := range []*core.Metadata{new(l.core.Metadata()), l.proposal} {
 		if md != nil {
 			for _, b := range md.Segments[len(md.Segments)-1].Ensemble {
@@ -399,7 +413,7 @@ func (l *writerLoop) maybePlace() {
 	l.placing = true
 	c := l.w.c
 	l.goHelper(func(ctx context.Context) {
-		regs, err := c.choose(ctx, len(need), exclude, false)
+		regs, err := c.choose(ctx, len(need), exclude)
 		l.w.in.push(placed{need: need, regs: regs, err: err})
 	})
 }

@@ -22,7 +22,7 @@ var (
 	// returned.
 	ErrCorrupt = errors.New("bookie: corrupt entry")
 	// ErrReadOnly: the bookie refuses adds (disk usage over its threshold,
-	// or set read-only); reads and fences still work.
+	// or set read-only); reads, fences and recovery adds still work.
 	ErrReadOnly = errors.New("bookie: read-only")
 	// ErrClosed: the engine is closed.
 	ErrClosed = errors.New("bookie: closed")

@@ -322,6 +322,12 @@ func TestReadOnlyThreshold(t *testing.T) {
 	if !e.Usage().ReadOnly {
 		t.Fatal("SetReadOnly not reported")
 	}
+	// Ledger recovery's rewrites still land (BookKeeper's high-priority
+	// writes): a drained bookie does not block the takeover of its ledgers.
+	rec2 := addReq(1, 2)
+	rec2.Recovery = true
+	mustAdd(t, e, rec2)
+	checkEntry(t, e, 1, 2)
 }
 
 func TestReadOnlyCheckedOnFlushTick(t *testing.T) {

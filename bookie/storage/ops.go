@@ -10,8 +10,11 @@ import (
 
 // Add implements Storage. done runs exactly once: with nil after the
 // entry's journal batch is fsynced and the entry is readable, or with
-// ErrInvalid, ErrMasterKey, ErrFenced (not for Recovery adds), ErrReadOnly,
-// ErrClosed, or a journal I/O error (the batch's adds all fail; none is
+// ErrInvalid, ErrMasterKey, ErrFenced (not for Recovery adds), ErrReadOnly
+// (not for Recovery adds either: ledger recovery's rewrites of a ledger's
+// last entries are few and small, and refusing them would keep every
+// ledger on a drained bookie from being taken over; BookKeeper's bookies
+// accept them as high-priority writes), ErrClosed, or a journal I/O error (the batch's adds all fail; none is
 // acked). It may run before Add returns (on a refusal) or on the journal's
 // acker goroutine, so it must not block nor call Add, Fence or
 // DeleteLedger. Add blocks while the journal has more than
@@ -93,7 +96,7 @@ func (e *Engine) checkAdd(req *AddRequest) error {
 		return fmt.Errorf("%w: payload of %d bytes exceeds %d", ErrInvalid, len(req.Payload), e.cfg.MaxEntryBytes)
 	case e.closed.Load():
 		return ErrClosed
-	case e.readOnly():
+	case e.readOnly() && !req.Recovery:
 		return ErrReadOnly
 	}
 	return e.failure()

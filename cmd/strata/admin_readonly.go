@@ -37,7 +37,7 @@ func newAdminBookieReadOnly(flags *adminFlags) *cobra.Command {
 			defer cancel()
 			var view region.BookieView
 			if err := adminclient.Send(ctx, &http.Client{Timeout: flags.timeout}, http.MethodPut, url, "/admin/v1/bookie/read-only",
-				map[string]bool{"read_only": ro}, &view); err != nil {
+				map[string]any{"read_only": ro, "bookie": id}, &view); err != nil { // another bookie at url refuses (409)
 				return fmt.Errorf("bookie %s: %w", id, err)
 			}
 			if flags.json {
