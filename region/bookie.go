@@ -110,7 +110,12 @@ func (n *Node) runBookie(ctx context.Context, dir string, port int) (*bookie.Boo
 			if err != nil {
 				return nil, err
 			}
-			if readOnlySet(dir) { // before it registers: the registration says so
+			ro, err := readOnlySet(dir)
+			if err != nil {
+				e.Close()
+				return nil, err
+			}
+			if ro { // before it registers: the registration says so
 				e.SetReadOnly(true)
 			}
 			n.engine = e

@@ -80,7 +80,15 @@ func (n *Node) putReadOnly(w http.ResponseWriter, r *http.Request) {
 	n.readOnlyMu.Lock()
 	defer n.readOnlyMu.Unlock()
 	if err := setReadOnlyFile(n.dir(), ro); err != nil {
-		adminhttp.WriteError(w, http.StatusInternalServerError, "internal", "recording the read-only setting: "+err.Error(), "")
+		// The file may or may not have changed: the engine follows what
+		// is on disk, so that a restart changes nothing.
+		now, serr := readOnlySet(n.dir())
+		if serr == nil {
+			n.engine.SetReadOnly(now)
+			n.bookie.Registrar().Refresh()
+		}
+		adminhttp.WriteError(w, http.StatusInternalServerError, "internal",
+			fmt.Sprintf("recording the read-only setting: %v (the bookie is read-only by an operator: %v, as on disk)", err, n.engine.ReadOnlyBySet()), "")
 		return
 	}
 	n.engine.SetReadOnly(ro)
@@ -120,8 +128,14 @@ func setReadOnlyFile(dir string, ro bool) error {
 }
 
 // readOnlySet reports whether an operator left the bookie in dir
-// read-only.
-func readOnlySet(dir string) bool {
+// read-only. Errors: the file could not be checked (not its absence).
+func readOnlySet(dir string) (bool, error) {
 	_, err := os.Stat(filepath.Join(dir, readOnlyFile))
-	return err == nil
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("checking the operator's read-only setting: %w", err)
+	}
+	return true, nil
 }

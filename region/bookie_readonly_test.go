@@ -120,8 +120,9 @@ func TestBookieReadOnlyByOperator(t *testing.T) {
 		wg.Go(func() { put(k1, `{"read_only":true}`) })
 		wg.Go(func() { put(k1, `{"read_only":false}`) })
 		wg.Wait()
-		if mem, file := k1.engine.ReadOnlyBySet(), readOnlySet(k1.dir()); mem != file {
-			t.Fatalf("after racing PUTs: engine set read-only %v, READ_ONLY file %v", mem, file)
+		file, err := readOnlySet(k1.dir())
+		if mem := k1.engine.ReadOnlyBySet(); err != nil || mem != file {
+			t.Fatalf("after racing PUTs: engine set read-only %v, READ_ONLY file %v (%v)", mem, file, err)
 		}
 	}
 
