@@ -92,14 +92,22 @@ func TestBookieJournalDirCrashKeepsAckedEntries(t *testing.T) {
 	}
 }
 
-// bookieCrashKeepsAckedEntries returns the restarted bookie's admin URL
-// (the node runs until the test ends).
-func bookieCrashKeepsAckedEntries(t *testing.T, dir, topo string) (admin string) {
+// startSoloBookie starts the meta node and bookie k1 of the "solo" region
+// of topo as processes, with their data under dir/data; it returns k1 and
+// the arguments that start it again.
+func startSoloBookie(t *testing.T, dir, topo string) (*nodeProcess, []string) {
+	t.Helper()
 	dataDir := filepath.Join(dir, "data")
 	common := []string{"--topology", topo, "--region", "solo", "--data-dir", dataDir, "--gossip", "loopback", "--log-level", "warn"}
 	metaNode := startNodeProcess(t, filepath.Join(dir, "meta.log"), append(common, "--id", "meta")...)
 	bookieArgs := append(common, "--id", "k1", "--etcd", metaNode.report.Etcd, "--join", metaNode.report.SerfLAN)
-	k1 := startNodeProcess(t, filepath.Join(dir, "k1.log"), bookieArgs...)
+	return startNodeProcess(t, filepath.Join(dir, "k1.log"), bookieArgs...), bookieArgs
+}
+
+// bookieCrashKeepsAckedEntries returns the restarted bookie's admin URL
+// (the node runs until the test ends).
+func bookieCrashKeepsAckedEntries(t *testing.T, dir, topo string) (admin string) {
+	k1, bookieArgs := startSoloBookie(t, dir, topo)
 
 	n := scale(10000) // acked before the kill
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n/10000)*2*time.Minute)

@@ -24,11 +24,7 @@ import (
 func TestBookieRefusesASecondProcess(t *testing.T) {
 	dir := t.TempDir()
 	topo := writeTopology(t, dir, "bookie.yaml", bookieRegion)
-	dataDir := filepath.Join(dir, "data")
-	common := []string{"--topology", topo, "--region", "solo", "--data-dir", dataDir, "--gossip", "loopback", "--log-level", "warn"}
-	metaNode := startNodeProcess(t, filepath.Join(dir, "meta.log"), append(common, "--id", "meta")...)
-	bookieArgs := append(common, "--id", "k1", "--etcd", metaNode.report.Etcd, "--join", metaNode.report.SerfLAN)
-	k1 := startNodeProcess(t, filepath.Join(dir, "k1.log"), bookieArgs...)
+	k1, bookieArgs := startSoloBookie(t, dir, topo)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -17,11 +17,7 @@ import (
 func TestOpenRefusesADirectoryInUse(t *testing.T) {
 	for _, fsName := range []string{"mem", "os"} {
 		t.Run(fsName, func(t *testing.T) {
-			var fsys vfs.FS = vfs.NewMem()
-			root := "/"
-			if fsName == "os" {
-				fsys, root = vfs.Default, t.TempDir()+"/"
-			}
+			fsys, root := lockTestFS(t, fsName)
 			cfg := testConfig(fsys)
 			cfg.Dir, cfg.JournalDir = root+"data", root+"fast/journal"
 			e := open(t, cfg)
@@ -73,11 +69,7 @@ func TestOpenRefusesADirectoryInUse(t *testing.T) {
 func TestOpenWithTheJournalInTheDataDir(t *testing.T) {
 	for _, fsName := range []string{"mem", "os"} {
 		t.Run(fsName, func(t *testing.T) {
-			var fsys vfs.FS = vfs.NewMem()
-			root := "/"
-			if fsName == "os" {
-				fsys, root = vfs.Default, t.TempDir()+"/"
-			}
+			fsys, root := lockTestFS(t, fsName)
 			cfg := testConfig(fsys)
 			cfg.Dir, cfg.JournalDir = root+"data", root+"data/"
 			e := open(t, cfg)
@@ -138,4 +130,14 @@ func TestLockFileOutlivesRemoveJournal(t *testing.T) {
 		}
 		t.Fatalf("an engine on a journal directory another process holds: %v, want ErrInUse", err)
 	}
+}
+
+// lockTestFS is a file system for the lock tests, "mem" (MemFS, whose
+// locks hold within it) or "os" (the machine's, flock), and the root to
+// put directories under.
+func lockTestFS(t *testing.T, name string) (vfs.FS, string) {
+	if name == "os" {
+		return vfs.Default, t.TempDir() + "/"
+	}
+	return vfs.NewMem(), "/"
 }
