@@ -18,35 +18,36 @@ import (
 // the bookie read-only, so that it stays so across restarts until lifted.
 const readOnlyFile = "READ_ONLY"
 
-// readOnlyRequest is PUT /admin/v1/bookie/read-only's body. Bookie, when
-// set, is the id the caller means: another bookie answers 409, so that a
-// wrong URL does not drain the wrong bookie.
+// readOnlyRequest is PUT /admin/v1/bookie/read-only's body. Bookie and
+// Region, when set, are the bookie the caller means: another bookie (or
+// the same id in another region) answers 409, so that a wrong URL does
+// not drain the wrong bookie.
 type readOnlyRequest struct {
 	ReadOnly *bool  `json:"read_only"`
 	Bookie   string `json:"bookie,omitempty"`
+	Region   string `json:"region,omitempty"`
 }
 
 // maxReadOnlyBody is the largest body PUT …/read-only reads, in bytes.
 const maxReadOnlyBody = 1 << 10
 
-// parseReadOnlyRequest parses {"read_only": true|false[, "bookie": ID]}:
-// one JSON object, read_only required, no other field, nothing after it.
-// It returns the setting and the bookie id named ("" if none). Errors
-// name what was wrong.
-func parseReadOnlyRequest(body []byte) (bool, string, error) {
+// parseReadOnlyRequest parses {"read_only": true|false[, "bookie": ID][,
+// "region": R]}: one JSON object, read_only required, no other field,
+// nothing after it. Errors name what was wrong.
+func parseReadOnlyRequest(body []byte) (readOnlyRequest, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	var req readOnlyRequest
 	if err := dec.Decode(&req); err != nil {
-		return false, "", fmt.Errorf("read-only body: %w", err)
+		return req, fmt.Errorf("read-only body: %w", err)
 	}
 	if dec.More() {
-		return false, "", errors.New("read-only body: more than one JSON value")
+		return req, errors.New("read-only body: more than one JSON value")
 	}
 	if req.ReadOnly == nil {
-		return false, "", errors.New(`read-only body: "read_only" is required`)
+		return req, errors.New(`read-only body: "read_only" is required`)
 	}
-	return *req.ReadOnly, req.Bookie, nil
+	return req, nil
 }
 
 // putReadOnly answers PUT /admin/v1/bookie/read-only (BookKeeper's manual
@@ -62,18 +63,22 @@ func (n *Node) putReadOnly(w http.ResponseWriter, r *http.Request) {
 	if err == nil && len(body) > maxReadOnlyBody {
 		err = fmt.Errorf("read-only body: more than %d bytes", maxReadOnlyBody)
 	}
-	var ro bool
-	var id string
+	var req readOnlyRequest
 	if err == nil {
-		ro, id, err = parseReadOnlyRequest(body)
+		req, err = parseReadOnlyRequest(body)
 	}
 	if err != nil {
 		adminhttp.WriteError(w, http.StatusBadRequest, "invalid_body", err.Error()+` (want {"read_only": true} or {"read_only": false})`, "read_only")
 		return
 	}
-	if id != "" && id != n.cfg.ID {
+	ro := *req.ReadOnly
+	if (req.Bookie != "" && req.Bookie != n.cfg.ID) || (req.Region != "" && req.Region != n.cfg.Region) {
+		meant := req.Bookie
+		if req.Region != "" {
+			meant = req.Region + "/" + req.Bookie
+		}
 		adminhttp.WriteError(w, http.StatusConflict, "wrong_bookie",
-			"this is bookie "+n.cfg.Region+"/"+n.cfg.ID+", not "+id+": nothing changed (check the URL)", "bookie")
+			"this is bookie "+n.cfg.Region+"/"+n.cfg.ID+", not "+meant+": nothing changed (check the URL)", "bookie")
 		return
 	}
 	// One setting at a time: the file and the engine agree after each.

@@ -20,7 +20,7 @@ import (
 
 func TestParseReadOnlyRequest(t *testing.T) {
 	for body, want := range map[string]bool{`{"read_only":true}`: true, ` {"read_only": false} `: false, `{"read_only":true,"bookie":"k1"}`: true} {
-		if got, _, err := parseReadOnlyRequest([]byte(body)); err != nil || got != want {
+		if got, err := parseReadOnlyRequest([]byte(body)); err != nil || *got.ReadOnly != want {
 			t.Errorf("%q: %v, %v; want %v", body, got, err, want)
 		}
 	}
@@ -38,7 +38,7 @@ func TestParseReadOnlyRequest(t *testing.T) {
 		`{"read_only":true,"read_only":[]}`: "cannot unmarshal array",
 		`{"read_only":true,"bookie":7}`:     "cannot unmarshal number",
 	} {
-		_, _, err := parseReadOnlyRequest([]byte(body))
+		_, err := parseReadOnlyRequest([]byte(body))
 		if err == nil || !strings.Contains(err.Error(), wantErr) || !strings.Contains(err.Error(), "read-only body") {
 			t.Errorf("%q: err %v, want one naming %q", body, err, wantErr)
 		}
@@ -51,7 +51,7 @@ func FuzzParseReadOnlyRequest(f *testing.F) {
 	f.Add([]byte(`{"read_only":true}`))
 	f.Add([]byte(`{"read_only":false,"x":1}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if _, _, err := parseReadOnlyRequest(body); err != nil && !strings.Contains(err.Error(), "read-only body") {
+		if _, err := parseReadOnlyRequest(body); err != nil && !strings.Contains(err.Error(), "read-only body") {
 			t.Fatalf("error %v does not name the read-only body", err)
 		}
 	})
@@ -107,8 +107,10 @@ func TestBookieReadOnlyByOperator(t *testing.T) {
 
 	// Meant for another bookie (a wrong URL): refused, nothing changed.
 	var apiErr *adminclient.APIError
-	if _, err := put(k1, `{"read_only":true,"bookie":"k2"}`); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
-		t.Fatalf("PUT naming another bookie: %v, want 409", err)
+	for _, other := range []string{`{"read_only":true,"bookie":"k2"}`, `{"read_only":true,"bookie":"k1","region":"r2"}`} {
+		if _, err := put(k1, other); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
+			t.Fatalf("PUT %s to r1/k1: %v, want 409", other, err)
+		}
 	}
 	if err := add(k1, 2); err != nil {
 		t.Fatalf("add after a PUT meant for another bookie: %v", err)
@@ -126,7 +128,7 @@ func TestBookieReadOnlyByOperator(t *testing.T) {
 		}
 	}
 
-	v, err := put(k1, `{"read_only":true,"bookie":"k1"}`)
+	v, err := put(k1, `{"read_only":true,"bookie":"k1","region":"r1"}`)
 	if err != nil || !v.ReadOnly || !v.ReadOnlySet {
 		t.Fatalf("PUT read_only true: %+v, %v", v, err)
 	}

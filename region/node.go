@@ -23,8 +23,8 @@ import (
 	"github.com/stratamesh/strata/internal/gossip"
 	"github.com/stratamesh/strata/internal/meshfile"
 	"github.com/stratamesh/strata/internal/meta"
+	"github.com/stratamesh/strata/internal/nodedir"
 	"github.com/stratamesh/strata/internal/telemetry"
-	"github.com/stratamesh/strata/internal/vfs"
 	"github.com/stratamesh/strata/topology"
 )
 
@@ -364,19 +364,8 @@ func (n *Node) goLoop(f func()) {
 	}()
 }
 
-// dir is where the node keeps its data: the topology's data_dir for the
-// node when set, else <data-dir>/<region>/<id> (meta nodes:
-// <data-dir>/<region>/meta).
-func (n *Node) dir() string {
-	switch {
-	case n.spec.DataDir != "":
-		return n.spec.DataDir
-	case n.spec.Role == topology.RoleMeta:
-		return filepath.Join(n.cfg.DataDir, n.cfg.Region, "meta")
-	default:
-		return filepath.Join(n.cfg.DataDir, n.cfg.Region, n.cfg.ID)
-	}
-}
+// dir is where the node keeps its data (nodedir.Dir).
+func (n *Node) dir() string { return nodedir.Dir(n.cfg.DataDir, n.cfg.Region, n.spec) }
 
 // host is the address the node binds, from the topology (default loopback).
 func (n *Node) host() string {
@@ -471,23 +460,16 @@ func (n *Node) Stop(ctx context.Context) error {
 	return n.stopErr
 }
 
-// nodeLockFile is the lock file in a node's directory.
-const nodeLockFile = "node.lock"
-
-// lockDir locks the node's directory (flock, vfs.Lock) before the node
+// lockDir locks the node's directory (nodedir.Lock) before the node
 // touches anything in it — Serf snapshots, remembered ports, the
 // bookie's cookie and storage, etcd's data — so that a second process
 // for the same node (one restarted by hand while the old one lives)
 // stops at once, naming the holder, instead of working on files the live
 // one uses. A crash or kill releases it.
 func (n *Node) lockDir() error {
-	dir := n.dir()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	l, err := vfs.Lock(vfs.Default, filepath.Join(dir, nodeLockFile))
-	if errors.Is(err, vfs.ErrLocked) {
-		return fmt.Errorf("%w: its directory %s is in use, probably by another %s (stop it first): %w", ErrDuplicateNode, dir, n.name, err)
+	l, err := nodedir.Lock(n.dir())
+	if errors.Is(err, nodedir.ErrInUse) {
+		return fmt.Errorf("%w (probably another %s: stop it first): %w", ErrDuplicateNode, n.name, err)
 	}
 	if err != nil {
 		return err

@@ -14,9 +14,10 @@ import (
 	"github.com/stratamesh/strata/internal/meta"
 )
 
-// ErrDuplicateNode is returned when another live process already holds
-// the node's registration: two processes must never run one node.
-var ErrDuplicateNode = errors.New("region: another live process is registered as this node")
+// ErrDuplicateNode is returned when another live process already runs
+// the node — it holds the node's directory (nodedir.Lock) or its
+// registration in etcd: two processes must never run one node.
+var ErrDuplicateNode = errors.New("region: another live process runs this node")
 
 // registration keeps a node's key in etcd (nodes/<role>/<id> → its
 // endpoints) under a lease, so the key vanishes TTL after the node dies.

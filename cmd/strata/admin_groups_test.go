@@ -56,10 +56,10 @@ func TestReadOnlyNamesTheBookie(t *testing.T) {
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errOut)
-	root.SetArgs([]string{"admin", "bookies", "read-only", "k2", "on", "--url", srv.URL})
+	root.SetArgs([]string{"admin", "bookies", "read-only", "k2", "on", "--url", srv.URL, "--region", "r2"})
 	err := root.Execute()
-	if got["bookie"] != "k2" || got["read_only"] != true {
-		t.Fatalf("request body %v, want read_only true for bookie k2", got)
+	if got["bookie"] != "k2" || got["region"] != "r2" || got["read_only"] != true {
+		t.Fatalf("request body %v, want read_only true for bookie r2/k2", got)
 	}
 	if err == nil || !strings.Contains(err.Error(), "wrong_bookie") || strings.Contains(out.String(), "read-only") {
 		t.Fatalf("a refusal by another bookie: err %v, output %q", err, out.String())

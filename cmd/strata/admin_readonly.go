@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -36,8 +37,18 @@ func newAdminBookieReadOnly(flags *adminFlags) *cobra.Command {
 			ctx, cancel := context.WithTimeout(cmd.Context(), flags.timeout)
 			defer cancel()
 			var view region.BookieView
-			if err := adminclient.Send(ctx, &http.Client{Timeout: flags.timeout}, http.MethodPut, url, "/admin/v1/bookie/read-only",
-				map[string]any{"read_only": ro, "bookie": id}, &view); err != nil { // another bookie at url refuses (409)
+			// The bookie meant (and its region, when known) go along: a
+			// bookie other than that one refuses (409).
+			body := map[string]any{"read_only": ro, "bookie": id}
+			if r != "" {
+				body["region"] = r
+			}
+			err = adminclient.Send(ctx, &http.Client{Timeout: flags.timeout}, http.MethodPut, url, "/admin/v1/bookie/read-only", body, &view)
+			var apiErr *adminclient.APIError
+			if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
+				return fmt.Errorf("bookie %s: the node at %s is not a bookie (it has no /admin/v1/bookie/read-only)", id, url)
+			}
+			if err != nil {
 				return fmt.Errorf("bookie %s: %w", id, err)
 			}
 			if flags.json {

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/stratamesh/strata/bookie/storage"
+	"github.com/stratamesh/strata/internal/nodedir"
 	"github.com/stratamesh/strata/topology"
 )
 
@@ -72,7 +73,7 @@ func checkOurs(dir string) error {
 
 func populate(cfg Config) error {
 	if cfg.Fresh {
-		if err := bookiesInUse(cfg); err != nil {
+		if err := nodesInUse(cfg); err != nil {
 			return err
 		}
 		journals := ownedJournals(cfg) // before wipe: it reads the data
@@ -155,32 +156,29 @@ func ownedJournals(cfg Config) []ownedJournal {
 	return out
 }
 
-// bookiesInUse returns storage.ErrInUse, naming the bookie, when a
-// process (a node left from an earlier run, or one started by hand) still
-// has open a bookie data directory that --fresh would wipe, or its
-// journal_dir: wiping files under a running bookie loses what it
-// acknowledged, and leaves it running on nothing.
-func bookiesInUse(cfg Config) error {
+// nodesInUse returns an error naming the node when a process (a node
+// left from an earlier run, or one started by hand) still runs a node
+// whose directory --fresh would wipe (nodedir.CheckNotInUse), or has a
+// bookie's journal_dir open (storage.CheckNotInUse): wiping files under
+// a running node loses what it holds (a meta node's etcd data, a
+// bookie's acknowledged entries) and leaves it running on nothing.
+func nodesInUse(cfg Config) error {
 	if cfg.Mesh == nil {
 		return nil
 	}
 	for i := range cfg.Mesh.Regions {
 		r := &cfg.Mesh.Regions[i]
-		for _, n := range r.NodesOf(topology.RoleBookie) {
-			data := n.DataDir
-			if data == "" {
-				data = filepath.Join(cfg.DataDir, r.Name, n.ID)
-			}
-			if !within(cfg.DataDir, data) {
+		for _, n := range r.Nodes {
+			dir := nodedir.Dir(cfg.DataDir, r.Name, n)
+			if !within(cfg.DataDir, dir) {
 				continue
 			}
-			for _, d := range []string{data, n.JournalDir} {
-				if d == "" {
-					continue
-				}
-				if err := storage.CheckNotInUse(nil, d); err != nil {
-					return fmt.Errorf("supervisor: --fresh: bookie %s/%s: %w; stop that process first", r.Name, n.ID, err)
-				}
+			err := nodedir.CheckNotInUse(dir)
+			if err == nil && n.Role == topology.RoleBookie && n.JournalDir != "" {
+				err = storage.CheckNotInUse(nil, n.JournalDir)
+			}
+			if err != nil {
+				return fmt.Errorf("supervisor: --fresh: %s %s/%s: %w; stop that process first", n.Role, r.Name, n.ID, err)
 			}
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/stratamesh/strata/bookie/storage"
+	"github.com/stratamesh/strata/internal/nodedir"
 	"github.com/stratamesh/strata/internal/meshfile"
 	"github.com/stratamesh/strata/internal/testutil"
 	"github.com/stratamesh/strata/topology"
@@ -361,5 +362,44 @@ func TestFreshRemovesOwnedJournals(t *testing.T) {
 	}
 	if got := list(sc.Dir); !has(got, "index") || !has(got, "LOCK") {
 		t.Fatalf("--fresh under a running bookie wiped its data dir: %v", got)
+	}
+}
+
+// TestFreshRefusesARunningNode: --fresh refuses while any node of the
+// mesh runs on a directory it would wipe (a meta node started by hand,
+// say: its etcd data would go from under it), and wipes nothing.
+func TestFreshRefusesARunningNode(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "d")
+	unlock, err := prepareDataDir(Config{DataDir: dataDir, TopologyYAML: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	mesh := &topology.Mesh{Name: "m", Regions: []topology.Region{{Name: "r", Nodes: []topology.Node{
+		{ID: "meta", Role: topology.RoleMeta}, {ID: "b1", Role: topology.RoleBroker},
+	}}}}
+	metaDir := nodedir.Dir(dataDir, "r", mesh.Regions[0].Nodes[0])
+	held, err := nodedir.Lock(metaDir) // the running meta node
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(metaDir, "etcd-data"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = prepareDataDir(Config{Mesh: mesh, DataDir: dataDir, TopologyYAML: []byte("x"), Fresh: true})
+	if !errors.Is(err, nodedir.ErrInUse) || !strings.Contains(err.Error(), "meta r/meta") {
+		t.Fatalf("--fresh under a running meta node: %v, want ErrInUse naming it", err)
+	}
+	if _, err := os.Stat(filepath.Join(metaDir, "etcd-data")); err != nil {
+		t.Fatalf("--fresh under a running meta node wiped its data: %v", err)
+	}
+	held.Close()
+	unlock, err = prepareDataDir(Config{Mesh: mesh, DataDir: dataDir, TopologyYAML: []byte("x"), Fresh: true})
+	if err != nil {
+		t.Fatalf("--fresh once the node stopped: %v", err)
+	}
+	unlock()
+	if _, err := os.Stat(filepath.Join(metaDir, "etcd-data")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("--fresh left the stopped node's data: %v", err)
 	}
 }
