@@ -18,8 +18,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/stratamesh/strata/bookie/storage"
-	"github.com/stratamesh/strata/internal/nodedir"
 	"github.com/stratamesh/strata/internal/meshfile"
+	"github.com/stratamesh/strata/internal/nodedir"
 	"github.com/stratamesh/strata/internal/testutil"
 	"github.com/stratamesh/strata/topology"
 )
