@@ -10,6 +10,7 @@ import (
 
 	"github.com/stratamesh/strata/bookie/storage"
 	"github.com/stratamesh/strata/internal/nodedir"
+	"github.com/stratamesh/strata/internal/vfs"
 	"github.com/stratamesh/strata/topology"
 )
 
@@ -40,15 +41,14 @@ func prepareDataDir(cfg Config) (unlock func(), err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("supervisor: data dir: %w", err)
 	}
-	lf, err := os.OpenFile(filepath.Join(cfg.DataDir, lockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	l, err := vfs.Lock(vfs.Default, filepath.Join(cfg.DataDir, lockFile))
+	if errors.Is(err, vfs.ErrLocked) {
+		return nil, fmt.Errorf("%w (%s): %w", ErrLocked, cfg.DataDir, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: lock: %w", err)
 	}
-	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lf.Close()
-		return nil, fmt.Errorf("%w (%s)", ErrLocked, cfg.DataDir)
-	}
-	unlock = func() { lf.Close() }
+	unlock = func() { l.Close() }
 	if err := populate(cfg); err != nil {
 		unlock()
 		return nil, err
