@@ -46,8 +46,8 @@ func newAdminLedgers(flags *adminFlags) *cobra.Command {
 			fmt.Fprintln(tw, "REGION\tLEDGER\tSTATE\tE/QW/QA\tLAST ENTRY\tLENGTH\tENSEMBLES")
 			for _, a := range all {
 				for _, l := range a.Ledgers {
-					fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d/%d\t%s\t%d\t%s\n", a.Region, l.LedgerID, l.State, l.EnsembleSize, l.WriteQuorum, l.AckQuorum,
-						lastEntryText(l), l.Length, segmentsText(l))
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d/%d\t%s\t%s\t%s\n", a.Region, l.LedgerID, l.State, l.EnsembleSize, l.WriteQuorum, l.AckQuorum,
+						lastEntryText(l), lengthText(l), segmentsText(l))
 				}
 			}
 			return tw.Flush()
@@ -82,7 +82,11 @@ func newAdminLedgers(flags *adminFlags) *cobra.Command {
 			if l.LAC != nil {
 				lac = strconv.FormatInt(*l.LAC, 10)
 			}
-			fmt.Fprintf(out, "last entry %s  length %d bytes  LAC %s\n", lastEntryText(l), l.Length, lac)
+			length := lengthText(l)
+			if length != "-" {
+				length += " bytes"
+			}
+			fmt.Fprintf(out, "last entry %s  length %s  LAC %s\n", lastEntryText(l), length, lac)
 			for _, s := range l.Segments {
 				fmt.Fprintf(out, "  from entry %d: %s\n", s.FirstEntry, joinIDs(s.Ensemble))
 			}
@@ -186,6 +190,16 @@ func lastEntryText(l region.LedgerView) string {
 		return "-"
 	}
 	return strconv.FormatInt(l.LastEntryID, 10)
+}
+
+// lengthText is a ledger's length in bytes, "-" while it is open: the
+// metadata records it when the ledger is closed (BookKeeper's ledger
+// metadata likewise); `ledgers show` gives an open ledger's LAC.
+func lengthText(l region.LedgerView) string {
+	if l.State != core.StateClosed {
+		return "-"
+	}
+	return strconv.FormatInt(l.Length, 10)
 }
 
 func segmentsText(l region.LedgerView) string {

@@ -77,7 +77,7 @@ func newAdminTopics(flags *adminFlags) *cobra.Command {
 					} else if o != nil {
 						where = ", on bookies and in the tier"
 					}
-					ls = append(ls, fmt.Sprintf("%d(%s, from seq %d%s)", l.ID, l.State, l.FirstSeq, where))
+					ls = append(ls, fmt.Sprintf("%d (%s, from seq %d%s)", l.ID, l.State, l.FirstSeq, where))
 				}
 				fmt.Fprintf(tw, "ledgers\t%s\n", strings.Join(ls, " "))
 				if o := st.Offload; o != nil && o.OffloadedLedgers > 0 {

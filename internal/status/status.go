@@ -374,7 +374,7 @@ func detail(n meshfile.Node) string {
 			s = "NATS " + n.NATS
 		}
 		if br := n.Broker; br != nil {
-			s += fmt.Sprintf(", %d bundles (%d topics)", len(br.Bundles), br.Topics)
+			s += ", " + countOf(len(br.Bundles), "bundle") + " (" + countOf(br.Topics, "topic") + ")"
 			for _, r := range br.Replication {
 				s += ", " + replicationText(r)
 			}
@@ -399,7 +399,15 @@ func detail(n meshfile.Node) string {
 	case b.JournalDir != "":
 		journal = fmt.Sprintf(", journal %s %s free", b.JournalDir, BytesText(b.JournalFreeBytes))
 	}
-	return fmt.Sprintf("instance %s, %d ledgers, %s used, %s free%s%s", inst, b.Ledgers, BytesText(b.UsedBytes), BytesText(b.FreeBytes), journal, ro)
+	return fmt.Sprintf("instance %s, %s, %s used, %s free%s%s", inst, countOf(b.Ledgers, "ledger"), BytesText(b.UsedBytes), BytesText(b.FreeBytes), journal, ro)
+}
+
+// countOf is n and noun, plural unless n is 1 ("1 ledger", "3 ledgers").
+func countOf[N int | int64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // replicationText is one remote's replication in the detail column, e.g.
@@ -410,7 +418,7 @@ func replicationText(r meshfile.ReplicationState) string {
 	if !r.Connected {
 		s += "link down, "
 	}
-	s += fmt.Sprintf("%d topics, lag %d", r.Cursors, r.LagMsgs)
+	s += fmt.Sprintf("%s, lag %d", countOf(r.Cursors, "topic"), r.LagMsgs)
 	if r.LagMsgs > 0 {
 		s += fmt.Sprintf(" msgs %.1fs", r.LagSeconds)
 	}

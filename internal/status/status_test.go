@@ -66,6 +66,8 @@ func TestDetailBookie(t *testing.T) {
 	readOnly.ReadOnly = true
 	unknown := base
 	unknown.JournalDir = "/mnt/nvme/k1"
+	one := base
+	one.Ledgers = 1
 	for _, tc := range []struct {
 		name string
 		b    meshfile.BookieState
@@ -74,6 +76,7 @@ func TestDetailBookie(t *testing.T) {
 		{"journal under the data dir", base, "instance 01234567, 3 ledgers, 2.0 MiB used, 5.0 GiB free"},
 		{"journal_dir elsewhere", withJournal, "instance 01234567, 3 ledgers, 2.0 MiB used, 5.0 GiB free, journal /mnt/nvme/k1 1.0 GiB free"},
 		{"journal space unknown", unknown, "instance 01234567, 3 ledgers, 2.0 MiB used, 5.0 GiB free, journal /mnt/nvme/k1 (space unknown)"},
+		{"one ledger", one, "instance 01234567, 1 ledger, 2.0 MiB used, 5.0 GiB free"},
 		{"read-only", readOnly, "instance 01234567, 3 ledgers, 2.0 MiB used, 5.0 GiB free, journal /mnt/nvme/k1 1.0 GiB free READ-ONLY"},
 	} {
 		b := tc.b
