@@ -95,7 +95,9 @@ func (r *report) atLeast(path string, v, lo int64) bool {
 	return true
 }
 
-// checkLedger checks E ≥ Qw ≥ Qa ≥ 1, all three required.
+// checkLedger checks E ≥ Qw ≥ Qa ≥ 1, all three required. Each field
+// is compared with the nearest valid one above it, so {E2, Qw3, Qa4}
+// reports both quorums.
 func (r *report) checkLedger(p string, l *Ledger) {
 	e, w, a := field(p, "ensemble"), field(p, "write_quorum"), field(p, "ack_quorum")
 	for _, f := range []string{e, w, a} {
@@ -107,6 +109,7 @@ func (r *report) checkLedger(p string, l *Ledger) {
 	if okE && l.Ensemble > maxCount {
 		r.errorf(e, "must be at most %d, got %d", maxCount, l.Ensemble)
 	}
+	okE = okE && l.Ensemble <= maxCount
 	okW := r.ix.has(w) && r.atLeast(w, int64(l.WriteQuorum), 1)
 	if okW && okE && l.WriteQuorum > l.Ensemble {
 		r.errorf(w, "%d is larger than ensemble %d", l.WriteQuorum, l.Ensemble)
@@ -118,6 +121,8 @@ func (r *report) checkLedger(p string, l *Ledger) {
 	switch {
 	case okW && l.AckQuorum > l.WriteQuorum:
 		r.errorf(a, "%d is larger than write_quorum %d", l.AckQuorum, l.WriteQuorum)
+	case !okW && okE && l.AckQuorum > l.Ensemble: // write_quorum is wrong too
+		r.errorf(a, "%d is larger than ensemble %d", l.AckQuorum, l.Ensemble)
 	case l.AckQuorum == 1:
 		r.warnf(a, "ack_quorum 1: an acknowledged entry may exist on one bookie only")
 	}
