@@ -1,11 +1,12 @@
 package storage
 
 import (
+	"cmp"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 )
 
@@ -69,7 +70,9 @@ func pickLogs(logs []logUsage, current uint64, hasCurrent bool, threshold float6
 // then removed. Reads continue throughout: the index moves to the copy
 // before the old file goes, and a reader holding the old file keeps it
 // until its read ends. Errors: ErrClosed (also when Close interrupts it),
-// ctx's error, I/O errors.
+// ctx's error, I/O errors. A log that cannot be read (an I/O error, or
+// ErrCorrupt when the index points past its end) is kept and the others
+// are compacted; its error is returned with the stats of the rest.
 func (e *Engine) Compact(ctx context.Context) (CompactStats, error) {
 	if err := e.enter(); err != nil {
 		return CompactStats{}, err
@@ -151,11 +154,27 @@ func (e *Engine) compact(ctx context.Context) (CompactStats, error) {
 	}
 	defer w.close()
 	var moves []move
+	var copied []uint64 // the logs copied: compact minus those skipped
+	var skipped []error
 	for _, id := range compact {
-		if moves, err = e.copyLive(ctx, id, w, moves); err != nil {
+		n := len(moves)
+		moves, err = e.copyLive(ctx, id, w, moves)
+		var we *copyWriteError
+		switch {
+		case err == nil:
+			copied = append(copied, id)
+		case errors.As(err, &we) || errors.Is(err, ErrClosed) || ctx.Err() != nil:
 			e.logs.retire(w.id)
 			return st, err
+		default: // this log cannot be read: keep it, compact the others
+			moves = moves[:n]
+			e.log.Error("compaction skips an entry log it cannot read", "log", fmt.Sprintf("%016x", id), "err", err)
+			skipped = append(skipped, err)
 		}
+	}
+	if len(copied) == 0 {
+		e.logs.retire(w.id)
+		return st, errors.Join(skipped...)
 	}
 	if err := w.sync(); err != nil {
 		e.logs.retire(w.id)
@@ -164,6 +183,7 @@ func (e *Engine) compact(ctx context.Context) (CompactStats, error) {
 	if h := e.hooks.afterCompactCopy; h != nil {
 		h()
 	}
+	compact = copied
 	committed, err := e.commitCompaction(w, compact, moves)
 	if err != nil {
 		return st, err
@@ -179,16 +199,34 @@ func (e *Engine) compact(ctx context.Context) (CompactStats, error) {
 		st.BytesCopied += int64(mv.size)
 	}
 	st.BytesReclaimed += removed - st.BytesCopied
-	return st, nil
+	return st, errors.Join(skipped...)
 }
 
-// copyLive copies the live entries of log src (those the index still
-// points at) to w, returning moves extended with them. Bytes are copied
-// verbatim: a damaged entry stays detectably damaged.
+// copyWriteError is a failure writing compaction's output log, which ends
+// the compaction (a failure reading one input log skips only that log).
+type copyWriteError struct{ err error }
+
+func (e *copyWriteError) Error() string { return "bookie: compaction: " + e.err.Error() }
+func (e *copyWriteError) Unwrap() error { return e.err }
+
+// copyLive copies the live entries of log src to w, returning moves
+// extended with them. What is live is what the index points at in src,
+// found by scanning the index entries of each ledger the log's metadata
+// names, never by walking the log's own record framing: a length field
+// damaged in dead bytes could hide a live record from such a walk, or end
+// it (and the compaction) with an error, and a ledger whose delete is
+// still in flight (and may yet fail) is copied like any other. Records
+// are copied verbatim in log order: a damaged entry stays detectably
+// damaged. Errors: ErrCorrupt when the index points past the log's end,
+// ErrClosed, ctx's error, I/O errors.
 func (e *Engine) copyLive(ctx context.Context, src uint64, w *logWriter, moves []move) ([]move, error) {
 	m := e.logs.metaOf(src)
 	if m == nil {
 		return moves, nil
+	}
+	live, err := e.liveIn(ctx, src, m)
+	if err != nil {
+		return moves, err
 	}
 	lf, err := e.logs.acquire(src)
 	if err != nil {
@@ -203,39 +241,60 @@ func (e *Engine) copyLive(ctx context.Context, src uint64, w *logWriter, moves [
 	if err := checkLogHeader(hdr, src); err != nil {
 		return moves, err
 	}
-	for off := int64(logHeaderSize); off < m.size; {
+	for _, mv := range live {
 		if err := e.interrupted(ctx); err != nil {
 			return moves, err
 		}
-		h, err := r.at(off, entryHeaderSize)
+		if mv.srcOff < logHeaderSize || mv.srcOff+int64(mv.size) > m.size {
+			return moves, fmt.Errorf("%w: entry log %016x: index points at %d bytes at offset %d for entry %d/%d, the log has %d",
+				ErrCorrupt, src, mv.size, mv.srcOff, mv.ledger, mv.entry, m.size)
+		}
+		rec, err := r.at(mv.srcOff, int(mv.size))
 		if err != nil {
-			return moves, fmt.Errorf("%w: entry log %016x offset %d: %v", ErrCorrupt, src, off, err)
+			return moves, err
 		}
-		size := int64(binary.BigEndian.Uint32(h)) + 8
-		if size < entryHeaderSize || off+size > m.size {
-			return moves, fmt.Errorf("%w: entry log %016x offset %d: record of %d bytes", ErrCorrupt, src, off, size)
+		if mv.dstOff, err = w.append(mv.ledger, rec); err != nil {
+			return moves, &copyWriteError{err}
 		}
-		l, en, _ := entryIDs(h)
-		if e.hasLedger(l) {
-			loc, ok, err := e.ix.location(l, en)
-			if err != nil {
-				return moves, err
-			}
-			if ok && loc.log == src && loc.off == off {
-				rec, err := r.at(off, int(size))
-				if err != nil {
-					return moves, err
-				}
-				dst, err := w.append(l, rec)
-				if err != nil {
-					return moves, err
-				}
-				moves = append(moves, move{ledger: l, entry: en, src: src, srcOff: off, dstOff: dst, size: int32(size)})
-			}
-		}
-		off += size
+		moves = append(moves, mv)
 	}
 	return moves, nil
+}
+
+// liveIn returns the index entries that point into log src (whose
+// metadata is m), as moves without a destination, in log order.
+func (e *Engine) liveIn(ctx context.Context, src uint64, m *logMeta) ([]move, error) {
+	ledgers := make([]int64, 0, len(m.ledgers))
+	for l := range m.ledgers {
+		ledgers = append(ledgers, l)
+	}
+	slices.Sort(ledgers)
+	var live []move
+	for _, l := range ledgers {
+		if err := e.interrupted(ctx); err != nil {
+			return nil, err
+		}
+		var bad error
+		err := e.ix.locations(l, 0, math.MaxInt64, func(entry int64, v []byte) bool {
+			loc, err := decodeLocation(v)
+			if err != nil {
+				bad = fmt.Errorf("ledger %d entry %d: %w", l, entry, err)
+				return false
+			}
+			if loc.log == src {
+				live = append(live, move{ledger: l, entry: entry, src: src, srcOff: loc.off, size: loc.size})
+			}
+			return true
+		})
+		if err == nil {
+			err = bad
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(live, func(a, b move) int { return cmp.Compare(a.srcOff, b.srcOff) })
+	return live, nil
 }
 
 func (e *Engine) interrupted(ctx context.Context) error {
