@@ -40,6 +40,12 @@ type BookieConfig struct {
 	// the cookie check, so that a data directory of another bookie is
 	// never opened. The bookie owns what it returns and closes it in Stop.
 	OpenStorage func(ctx context.Context) (storage.Storage, error)
+	// HasStorageData reports whether the storage engine's directory
+	// already holds data (storage.HasData). It is asked, before
+	// OpenStorage, when DataDir has no cookie: data without a cookie is
+	// refused (ErrCookieMismatch) instead of being given up as a new
+	// instance's. nil: never (storage that keeps nothing on disk).
+	HasStorageData func() (bool, error)
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// RegistrationTTL is the lease TTL of the registration in etcd.
@@ -138,7 +144,7 @@ func StartBookie(ctx context.Context, cfg BookieConfig) (*Bookie, error) {
 
 func (b *Bookie) start(ctx context.Context) error {
 	fresh := Cookie{BookieID: b.cfg.ID, Instance: b.cfg.NewInstance(), Created: b.cfg.Now().UTC()}
-	cookie, cookieRev, err := establishCookie(ctx, b.cfg.Meta, b.cfg.DataDir, b.cfg.ID, fresh, b.log)
+	cookie, cookieRev, err := establishCookie(ctx, b.cfg.Meta, b.cfg.DataDir, b.cfg.ID, b.cfg.HasStorageData, fresh, b.log)
 	if err != nil {
 		return err
 	}

@@ -88,14 +88,18 @@ type cookiePlan struct {
 	cookie Cookie // the cookie the bookie runs with
 }
 
-// planCookie decides, from the configured id and the cookies found on disk
-// and in etcd (nil: none), which instance the bookie runs as. fresh is the
-// cookie to use when a new instance is needed (new UUID, now). It refuses
-// (ErrCookieMismatch) when the disk belongs to another bookie id, or when
-// disk and etcd name different instances of this id: then another bookie
-// took the id over from this disk, and only an operator can tell which one
-// is right.
-func planCookie(id string, disk, remote *Cookie, fresh Cookie) (cookiePlan, error) {
+// planCookie decides, from the configured id, the cookies found on disk
+// and in etcd (nil: none) and whether the data directory holds storage
+// data (hasData), which instance the bookie runs as. fresh is the cookie
+// to use when a new instance is needed (new UUID, now). It refuses
+// (ErrCookieMismatch) when the disk belongs to another bookie id; when
+// disk and etcd name different instances of this id (another bookie took
+// the id over from this disk, and only an operator can tell which one is
+// right); and when the directory holds data but no cookie (its cookie
+// file was removed, or it is another disk's: as BookKeeper's cookie check,
+// which refuses non-empty directories without a cookie, rather than give
+// the data up as a new instance).
+func planCookie(id string, disk, remote *Cookie, hasData bool, fresh Cookie) (cookiePlan, error) {
 	if disk != nil && disk.BookieID != id {
 		return cookiePlan{}, fmt.Errorf("%w: the data directory belongs to bookie %q (instance %s), but this bookie is configured as %q",
 			ErrCookieMismatch, disk.BookieID, disk.Instance, id)
@@ -104,6 +108,15 @@ func planCookie(id string, disk, remote *Cookie, fresh Cookie) (cookiePlan, erro
 		return cookiePlan{}, fmt.Errorf("%w: the cookie in etcd for %q names bookie %q", ErrCookieMismatch, id, remote.BookieID)
 	}
 	switch {
+	case disk == nil && hasData:
+		known := "etcd has no cookie for it either"
+		if remote != nil {
+			known = fmt.Sprintf("etcd has instance %s (created %s)", remote.Instance, remote.Created.Format(time.RFC3339))
+		}
+		return cookiePlan{}, fmt.Errorf("%w: the data directory holds bookie data (journal, entry logs or index) but no %s (%s): "+
+			"the cookie file was removed, or the directory is another disk's; put the cookie file back, "+
+			"or empty the directory to join as a new instance, giving up the data it holds",
+			ErrCookieMismatch, CookieFile, known)
 	case disk == nil && remote == nil:
 		return cookiePlan{action: cookieCreate, cookie: fresh}, nil
 	case disk == nil:
@@ -125,7 +138,7 @@ func planCookie(id string, disk, remote *Cookie, fresh Cookie) (cookiePlan, erro
 // a crash in between leaves at worst an etcd cookie without a disk cookie,
 // which the next start treats as a lost disk (a new instance, which
 // nobody used yet), never as a mismatch.
-func establishCookie(ctx context.Context, st *meta.Store, dir, id string, fresh Cookie, log *slog.Logger) (Cookie, int64, error) {
+func establishCookie(ctx context.Context, st *meta.Store, dir, id string, hasData func() (bool, error), fresh Cookie, log *slog.Logger) (Cookie, int64, error) {
 	disk, err := ReadCookieFile(dir)
 	if err != nil {
 		return Cookie{}, 0, err
@@ -134,7 +147,13 @@ func establishCookie(ctx context.Context, st *meta.Store, dir, id string, fresh 
 	if err != nil {
 		return Cookie{}, 0, err
 	}
-	plan, err := planCookie(id, disk, remote, fresh)
+	data := false
+	if disk == nil && hasData != nil {
+		if data, err = hasData(); err != nil {
+			return Cookie{}, 0, err
+		}
+	}
+	plan, err := planCookie(id, disk, remote, data, fresh)
 	if err != nil {
 		return Cookie{}, 0, err
 	}

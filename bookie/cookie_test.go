@@ -24,6 +24,7 @@ func TestPlanCookie(t *testing.T) {
 	cases := []struct {
 		name         string
 		disk, remote *Cookie
+		hasData      bool
 		want         cookieAction
 		instance     string
 		err          string
@@ -36,10 +37,13 @@ func TestPlanCookie(t *testing.T) {
 		{name: "etcd cookie names another id", remote: ck("b9", "i1"), err: `names bookie "b9"`},
 		{name: "disk and etcd name different instances", disk: ck("b1", "i1"), remote: ck("b1", "i2"), err: "another disk took this id over"},
 		{name: "etcd lost: restored from disk", disk: ck("b1", "i1"), want: cookieRestore, instance: "i1"},
+		{name: "data but no cookie on disk, etcd knows the id", remote: ck("b1", "i1"), hasData: true, err: "holds bookie data (journal, entry logs or index) but no COOKIE.json (etcd has instance i1"},
+		{name: "data but no cookie anywhere", hasData: true, err: "but no COOKIE.json (etcd has no cookie for it either)"},
+		{name: "data with its cookie: same instance", disk: ck("b1", "i1"), remote: ck("b1", "i1"), hasData: true, want: cookieKeep, instance: "i1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := planCookie("b1", c.disk, c.remote, fresh)
+			p, err := planCookie("b1", c.disk, c.remote, c.hasData, fresh)
 			if c.err != "" {
 				if !errors.Is(err, ErrCookieMismatch) || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("err = %v, want ErrCookieMismatch with %q", err, c.err)

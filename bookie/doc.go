@@ -22,7 +22,9 @@
 //     the disk was lost, a NEW instance replaces the old in etcd (CAS) and
 //     requests naming the old one get CODE_WRONG_INSTANCE; disk of another
 //     id, or disk and etcd naming different instances → refuse to start
-//     (ErrCookieMismatch); disk cookie but none in etcd → restore etcd.
+//     (ErrCookieMismatch); disk cookie but none in etcd → restore etcd;
+//     no disk cookie but storage data in the directory
+//     (BookieConfig.HasStorageData) → refuse to start (ErrCookieMismatch).
 //   - Registration: bookies/<id> → Registration (JSON: address, instance,
 //     free and total bytes, read-only) under a lease, rewritten when the
 //     read-only state flips or free space moves by FreeBytesDelta, and

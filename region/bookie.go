@@ -97,6 +97,7 @@ func (n *Node) runBookie(ctx context.Context, dir string, port int) (*bookie.Boo
 		Meta:            n.store,
 		Logger:          n.logger,
 		RegistrationTTL: n.cfg.RegistrationTTL,
+		HasStorageData:  func() (bool, error) { return storage.HasData(nil, dir) },
 		OpenStorage: func(context.Context) (storage.Storage, error) {
 			sc := storage.DefaultConfig()
 			sc.Dir = dir

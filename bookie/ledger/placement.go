@@ -95,18 +95,22 @@ func (q *quarantine) filter(regs []bookie.Registration, now time.Time) (free []b
 }
 
 // choose lists the registered bookies and asks Placement for n of them,
-// none in exclude, preferring bookies out of the Client's quarantine: as
-// many as it can of those, the rest among the quarantined (BookKeeper
-// also places quarantined bookies rather than fail). Callers put the
-// bookies that must not be placed at all — one that just failed the same
-// writer, say — in exclude. It checks Placement's answer.
-func (c *Client) choose(ctx context.Context, n int, exclude []string) ([]bookie.Registration, error) {
+// none in exclude (bookie ids) nor banned (bookie instances; instance ""
+// bans every instance of the id), preferring bookies out of the Client's
+// quarantine: as many as it can of those, the rest among the quarantined
+// (BookKeeper also places quarantined bookies rather than fail). Callers
+// put the bookies that must not be placed at all in exclude (those of the
+// ensemble) or banned (an instance that just failed the same writer). It
+// checks Placement's answer. Errors: ErrNotEnoughBookies (naming the
+// quarantined and banned bookies), the registry's and Placement's.
+func (c *Client) choose(ctx context.Context, n int, exclude []string, banned []connKey) ([]bookie.Registration, error) {
 	lctx, cancel := context.WithTimeout(ctx, c.cfg.OpTimeout)
 	regs, err := bookie.ListRegistrations(lctx, c.cfg.Store)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("ledger: list bookies: %w", err)
 	}
+	regs, out := withoutBanned(regs, banned)
 	free, held := c.quarantine.filter(regs, time.Now())
 	chosen, err := c.cfg.Placement(free, n, exclude)
 	if err != nil && len(held) > 0 && errors.Is(err, ErrNotEnoughBookies) {
@@ -116,6 +120,9 @@ func (c *Client) choose(ctx context.Context, n int, exclude []string) ([]bookie.
 		} else {
 			err = fmt.Errorf("%w; in quarantine after failing: %v", err, held)
 		}
+	}
+	if err != nil && len(out) > 0 {
+		err = fmt.Errorf("%w; not placed back after failing this writer: %v", err, out)
 	}
 	if err != nil {
 		return nil, err
@@ -155,6 +162,23 @@ func (c *Client) placeMixed(regs, free []bookie.Registration, n int, exclude []s
 		return append(part, rest...), nil
 	}
 	return nil, err
+}
+
+// withoutBanned returns regs less the registrations of banned instances
+// (instance "": any instance of the id), and the ids left out.
+func withoutBanned(regs []bookie.Registration, banned []connKey) (kept []bookie.Registration, out []string) {
+	if len(banned) == 0 {
+		return regs, nil
+	}
+	kept = make([]bookie.Registration, 0, len(regs))
+	for _, r := range regs {
+		if slices.ContainsFunc(banned, func(k connKey) bool { return k.id == r.ID && (k.instance == "" || k.instance == r.Instance) }) {
+			out = append(out, r.ID)
+			continue
+		}
+		kept = append(kept, r)
+	}
+	return kept, out
 }
 
 func regIDs(rs []bookie.Registration) []string {

@@ -389,7 +389,7 @@ func TestCreatePrefersBookiesOutOfQuarantine(t *testing.T) {
 		}
 	}
 	for i := range 40 {
-		chosen, err := c.choose(ctx, 3, nil)
+		chosen, err := c.choose(ctx, 3, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -400,5 +400,73 @@ func TestCreatePrefersBookiesOutOfQuarantine(t *testing.T) {
 		if !slices.Contains(ids, "k1") || !slices.Contains(ids, "k2") {
 			t.Fatalf("try %d: Create's placement chose %v with k1, k2 free and k3, k4 in quarantine", i, ids)
 		}
+	}
+}
+
+// revive undoes kill for bookies that came back (as new instances).
+func (d *deadBookies) revive(ids ...string) {
+	d.mu.Lock()
+	for _, id := range ids {
+		delete(d.dead, id)
+		delete(d.failed, id)
+	}
+	d.mu.Unlock()
+}
+
+// TestNewInstanceOfAFailedBookieIsPlaced: k1 fails the writer and is
+// replaced by k3; k1 then comes back on an empty disk (a new instance at
+// the same address) and k3 dies. The writer's quarantine holds the
+// instance that failed, not the bookie id, so the new k1 replaces k3 at
+// once instead of after BookieQuarantine (a newcomer's trial saw a 17 s
+// publish stall). ReplaceTimeout below the quarantine makes the old
+// behaviour fail the append.
+func TestNewInstanceOfAFailedBookieIsPlaced(t *testing.T) {
+	e := newEnv(t, 3)
+	ctx := testCtx(t)
+	dead := newDeadBookies()
+	ft := &faultTransport{}
+	ft.setHook(dead.hook)
+	p := &orderedPlacement{dead: dead}
+	c := e.client(func(c *Config) {
+		c.Transport, c.Placement = ft, p.place
+		c.ReplaceTimeout, c.BookieQuarantine = 5*time.Second, time.Minute
+	})
+	w, err := c.Create(ctx, CreateOptions{Ensemble: 2, WriteQuorum: 2, AckQuorum: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ens := w.Metadata().Segments[0].Ensemble; !slices.Equal(ens, []core.BookieID{"k1", "k2"}) {
+		t.Fatalf("created on %v", ens)
+	}
+	for i := range int64(5) {
+		if _, err := w.Append(ctx, payload(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oldInstance := e.bookie("k1").b.Instance()
+	dead.kill("k1")
+	if _, err := w.Append(ctx, payload(5)); err != nil {
+		t.Fatalf("append after k1 failed: %v", err)
+	}
+	if ens := w.Metadata().Segments[len(w.Metadata().Segments)-1].Ensemble; !slices.Equal(ens, []core.BookieID{"k3", "k2"}) {
+		t.Fatalf("ensemble after k1 failed %v; want [k3 k2]", ens)
+	}
+	e.stop("k1")
+	e.restart("k1", true)
+	if e.bookie("k1").b.Instance() == oldInstance {
+		t.Fatal("k1 restarted on an empty disk kept its instance")
+	}
+	dead.revive("k1")
+	dead.kill("k3")
+	if _, err := w.Append(ctx, payload(6)); err != nil {
+		t.Fatalf("append after k3 failed, with k1's new instance registered: %v", err)
+	}
+	md, err := w.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.check(t)
+	if last := md.Segments[len(md.Segments)-1].Ensemble; !slices.Equal(last, []core.BookieID{"k1", "k2"}) {
+		t.Fatalf("last ensemble %v; want [k1 k2] (k1's new instance)", last)
 	}
 }

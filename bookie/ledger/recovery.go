@@ -321,7 +321,7 @@ func (r *recoveryRun) maybePlace(ctx context.Context) {
 	}
 	r.placing = true
 	r.do(ctx, func(ctx context.Context) func() {
-		regs, err := r.c.choose(ctx, len(need), exclude)
+		regs, err := r.c.choose(ctx, len(need), exclude, nil)
 		return func() {
 			r.placing = false
 			for i, old := range need {

@@ -41,7 +41,7 @@ func (c *Client) Create(ctx context.Context, o CreateOptions) (*Writer, error) {
 	if !(o.Ensemble >= o.WriteQuorum && o.WriteQuorum >= o.AckQuorum && o.AckQuorum >= 1) {
 		return nil, fmt.Errorf("%w: need E ≥ Qw ≥ Qa ≥ 1, have E=%d Qw=%d Qa=%d", ErrInvalidOptions, o.Ensemble, o.WriteQuorum, o.AckQuorum)
 	}
-	regs, err := c.choose(ctx, o.Ensemble, nil)
+	regs, err := c.choose(ctx, o.Ensemble, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: create: %w", err)
 	}

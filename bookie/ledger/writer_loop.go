@@ -85,7 +85,7 @@ type writerLoop struct {
 	chosen       []string       // replacements chosen in the change under way
 	proposal     *core.Metadata // the update whose CAS is in flight
 	failures     map[core.BookieID]string
-	failedAt     map[core.BookieID]time.Time // bookie failures (not the ledger's: fenced, ...) of this writer, last time
+	failedAt     map[connKey]time.Time // bookie instances that failed this writer (not the ledger's failures: fenced, ...), last time
 
 	closing  *closeEv
 	closeCAS bool
@@ -105,7 +105,7 @@ func newWriterLoop(w *Writer, cw *core.Writer) *writerLoop {
 	return &writerLoop{
 		w: w, core: cw, ctx: ctx, stop: cancel,
 		sessions: map[core.BookieID]*addSession{}, out: map[uint64]*outSend{},
-		failures: map[core.BookieID]string{}, failedAt: map[core.BookieID]time.Time{}, placeWait: minPlaceWait,
+		failures: map[core.BookieID]string{}, failedAt: map[connKey]time.Time{}, placeWait: minPlaceWait,
 	}
 }
 
@@ -291,7 +291,7 @@ func (l *writerLoop) noteFailed(b core.BookieID, instance string, reason core.Fa
 	switch reason {
 	case core.FailTimeout, core.FailUnavailable, core.FailWrongInstance, core.FailReadOnly:
 		now := time.Now()
-		l.failedAt[b] = now
+		l.failedAt[connKey{string(b), instance}] = now
 		l.w.c.quarantine.add(b, instance, now)
 	}
 }
@@ -394,13 +394,16 @@ func (l *writerLoop) maybePlace() {
 		return
 	}
 	exclude := slices.Clone(l.chosen)
-	// A bookie that failed this writer is not placed back into it while
-	// its quarantine lasts, even when nothing else is left: two bookies
-	// that died together would otherwise replace each other, one metadata
-	// write after another, until their registrations expired.
-	for b, at := range l.failedAt {
+	// A bookie instance that failed this writer is not placed back into it
+	// while its quarantine lasts, even when nothing else is left: two
+	// bookies that died together would otherwise replace each other, one
+	// metadata write after another, until their registrations expired. A
+	// new instance of it (the bookie came back on an empty disk) is a
+	// candidate at once.
+	var banned []connKey
+	for k, at := range l.failedAt {
 		if now.Sub(at) < l.w.c.cfg.BookieQuarantine {
-			exclude = append(exclude, string(b))
+			banned = append(banned, k)
 		}
 	}
 	for _, md := range []*core.Metadata{new(l.core.Metadata()), l.proposal} {
@@ -413,7 +416,7 @@ func (l *writerLoop) maybePlace() {
 	l.placing = true
 	c := l.w.c
 	l.goHelper(func(ctx context.Context) {
-		regs, err := c.choose(ctx, len(need), exclude)
+		regs, err := c.choose(ctx, len(need), exclude, banned)
 		l.w.in.push(placed{need: need, regs: regs, err: err})
 	})
 }
