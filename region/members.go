@@ -3,6 +3,7 @@ package region
 import (
 	"context"
 	"net/http"
+	"os"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -19,11 +20,14 @@ type MembersView struct {
 	Role   string          `json:"role"`
 	LAN    []gossip.Member `json:"lan"`
 	WAN    []gossip.Member `json:"wan,omitempty"` // brokers only
+	// PID is the node's process id, so that `strata status` shows the
+	// process that answers (also one restarted by hand).
+	PID int `json:"pid,omitempty"`
 }
 
 // Members returns the node's current view of its pools.
 func (n *Node) Members() MembersView {
-	v := MembersView{Node: n.name, Region: n.cfg.Region, Role: n.spec.Role, LAN: n.lan.Members()}
+	v := MembersView{Node: n.name, Region: n.cfg.Region, Role: n.spec.Role, LAN: n.lan.Members(), PID: os.Getpid()}
 	if n.wan != nil {
 		v.WAN = n.wan.Members()
 	}

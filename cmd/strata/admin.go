@@ -38,21 +38,21 @@ func (f *adminFlags) register(cmd *cobra.Command) {
 
 // nodeTarget is the admin URL of node id of role (with --url, that URL):
 // for the commands addressed to one node.
-func (f *adminFlags) nodeTarget(role, id string) (region, url string, err error) {
+func (f *adminFlags) nodeTarget(role, id string) (adminclient.Target, error) {
 	if f.url != "" {
 		u := strings.TrimRight(f.url, "/")
 		if !strings.Contains(u, "://") {
 			u = "http://" + u
 		}
-		return f.region, u, nil
+		return adminclient.Target{Region: f.region, URL: u}, nil
 	}
 	dir := dataDirOr(f.dataDir, nil)
 	mf, err := meshfile.Read(dir)
 	if err != nil {
-		return "", "", err
+		return adminclient.Target{}, err
 	}
 	if !supervisor.Running(dir) {
-		return "", "", fmt.Errorf("%s is stale: no strata up is running with data dir %s (give --url to ask a node directly)", meshfile.Path(dir), dir)
+		return adminclient.Target{}, fmt.Errorf("%s is stale: no strata up is running with data dir %s (give --url to ask a node directly)", meshfile.Path(dir), dir)
 	}
 	return adminclient.NodeTarget(mf, f.region, role, id)
 }

@@ -30,10 +30,11 @@ func newAdminBookieReadOnly(flags *adminFlags) *cobra.Command {
 			default:
 				return fmt.Errorf("read-only: want on or off, got %q", args[1])
 			}
-			r, url, err := flags.nodeTarget("bookie", id)
+			tg, err := flags.nodeTarget("bookie", id)
 			if err != nil {
 				return err
 			}
+			r, url := tg.Region, tg.URL
 			ctx, cancel := context.WithTimeout(cmd.Context(), flags.timeout)
 			defer cancel()
 			var view region.BookieView
@@ -47,6 +48,9 @@ func newAdminBookieReadOnly(flags *adminFlags) *cobra.Command {
 			var apiErr *adminclient.APIError
 			if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
 				return fmt.Errorf("bookie %s: the node at %s is not a bookie (it has no /admin/v1/bookie/read-only)", id, url)
+			}
+			if err != nil && !errors.As(err, &apiErr) {
+				return tg.NotAnswering("bookie "+id, err)
 			}
 			if err != nil {
 				return fmt.Errorf("bookie %s: %w", id, err)

@@ -18,6 +18,10 @@ import (
 type Target struct {
 	Region string
 	URL    string // base URL, e.g. http://127.0.0.1:18001
+	// Exited is why `strata up` saw the node's process end ("" while it
+	// runs, or not known); the node may since have been restarted by
+	// hand, at the same ports, so it is still worth asking.
+	Exited string
 }
 
 // Targets returns, for each region of f (or only the named one), the admin
@@ -37,10 +41,18 @@ func RoleTargets(f *meshfile.File, region, role string) (map[string][]string, []
 			continue
 		}
 		order = append(order, r.Name)
+		var exited []string
 		for _, n := range r.Nodes {
-			if n.Admin != "" && n.Exited == "" && (role == "" || n.Role == role) {
+			switch {
+			case n.Admin == "" || (role != "" && n.Role != role):
+			case n.Exited == "":
 				urls[r.Name] = append(urls[r.Name], n.Admin)
+			default:
+				exited = append(exited, n.Admin)
 			}
+		}
+		if len(exited) > 0 { // last: an operator may have restarted them by hand
+			urls[r.Name] = append(urls[r.Name], exited...)
 		}
 	}
 	if region != "" && len(order) == 0 {
@@ -155,11 +167,21 @@ func do(ctx context.Context, client *http.Client, method, base, path string, in 
 	return nil
 }
 
+// NotAnswering words err, a failure to reach t (not an API error), for
+// the operator: with the node's exit from mesh.json when it has one.
+func (t Target) NotAnswering(what string, err error) error {
+	if t.Exited != "" {
+		return fmt.Errorf("%s exited (%s, says mesh.json) and does not answer at %s: start it again, or give --url: %w", what, t.Exited, t.URL, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
 // NodeTarget finds node id of the given role in f (in region, or in any
-// region when region is "") and returns its region and admin URL. Errors
-// name what is wrong: no such node, a node that exited, or an id found
-// in several regions (give the region).
-func NodeTarget(f *meshfile.File, region, role, id string) (string, string, error) {
+// region when region is "") and returns its region and admin URL, also
+// for a node that exited (see Target.Exited). Errors name what is wrong:
+// no such node, no admin URL, or an id found in several regions (give the
+// region).
+func NodeTarget(f *meshfile.File, region, role, id string) (Target, error) {
 	var found []string
 	var url, exited string
 	for _, r := range f.Regions {
@@ -175,15 +197,13 @@ func NodeTarget(f *meshfile.File, region, role, id string) (string, string, erro
 	}
 	switch {
 	case len(found) == 0 && region != "":
-		return "", "", fmt.Errorf("region %s of mesh %s has no %s %q", region, f.Mesh, role, id)
+		return Target{}, fmt.Errorf("region %s of mesh %s has no %s %q", region, f.Mesh, role, id)
 	case len(found) == 0:
-		return "", "", fmt.Errorf("mesh %s has no %s %q", f.Mesh, role, id)
+		return Target{}, fmt.Errorf("mesh %s has no %s %q", f.Mesh, role, id)
 	case len(found) > 1:
-		return "", "", fmt.Errorf("%s %q is in regions %s: say which with --region", role, id, strings.Join(found, ", "))
-	case exited != "":
-		return "", "", fmt.Errorf("%s %s/%s is not running (%s)", role, found[0], id, exited)
+		return Target{}, fmt.Errorf("%s %q is in regions %s: say which with --region", role, id, strings.Join(found, ", "))
 	case url == "":
-		return "", "", fmt.Errorf("%s %s/%s has no admin URL in mesh.json", role, found[0], id)
+		return Target{}, fmt.Errorf("%s %s/%s has no admin URL in mesh.json", role, found[0], id)
 	}
-	return found[0], url, nil
+	return Target{Region: found[0], URL: url, Exited: exited}, nil
 }

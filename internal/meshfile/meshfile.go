@@ -214,7 +214,9 @@ func (f *File) Node(region, id string) *Node {
 }
 
 // NATSURLs returns the NATS URLs of a region's brokers, for clients
-// (nats.Connect, `nats -s`). An empty region picks the first region. It
+// (nats.Connect, `nats -s`): those of running brokers or, when every one
+// has exited, theirs all the same (an operator may have restarted them by
+// hand, at the same ports). An empty region picks the first region. It
 // returns an error naming the region when it is unknown or has no broker
 // with a NATS endpoint.
 func (f *File) NATSURLs(region string) ([]string, error) {
@@ -235,14 +237,21 @@ func (f *File) NATSURLs(region string) ([]string, error) {
 			return nil, fmt.Errorf("meshfile: no region %q in mesh %s (regions: %v)", region, f.Mesh, names)
 		}
 	}
-	var urls []string
+	var urls, exited []string
 	for _, n := range r.Nodes {
-		if n.NATS != "" && n.Exited == "" {
+		switch {
+		case n.NATS == "":
+		case n.Exited == "":
 			urls = append(urls, n.NATS)
+		default:
+			exited = append(exited, n.NATS)
 		}
 	}
 	if len(urls) == 0 {
-		return nil, fmt.Errorf("meshfile: region %s has no running broker with a NATS endpoint", r.Name)
+		urls = exited
+	}
+	if len(urls) == 0 {
+		return nil, fmt.Errorf("meshfile: region %s has no broker with a NATS endpoint", r.Name)
 	}
 	return urls, nil
 }

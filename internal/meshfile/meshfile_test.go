@@ -3,6 +3,8 @@ package meshfile
 import (
 	"errors"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -48,5 +50,38 @@ func TestReadCorrupt(t *testing.T) {
 	}
 	if _, err := Read(dir); err == nil || errors.Is(err, ErrNotRunning) {
 		t.Fatalf("Read of corrupt file = %v, want a decode error", err)
+	}
+}
+
+// TestNATSURLs: a region's running brokers; when all have exited, theirs
+// all the same (they may have been restarted by hand at the same ports);
+// errors name the region.
+func TestNATSURLs(t *testing.T) {
+	f := &File{Mesh: "m", Regions: []Region{
+		{Name: "a", Nodes: []Node{{ID: "meta"}, {ID: "b1", NATS: "nats://a1", Exited: "signal: killed"}, {ID: "b2", NATS: "nats://a2"}}},
+		{Name: "b", Nodes: []Node{{ID: "b1", NATS: "nats://b1", Exited: "exit status 1"}}},
+		{Name: "c", Nodes: []Node{{ID: "meta"}}},
+	}}
+	for _, c := range []struct {
+		region string
+		want   []string
+		err    string
+	}{
+		{"", []string{"nats://a2"}, ""},
+		{"a", []string{"nats://a2"}, ""},
+		{"b", []string{"nats://b1"}, ""},
+		{"c", nil, "region c has no broker"},
+		{"d", nil, `no region "d"`},
+	} {
+		got, err := f.NATSURLs(c.region)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("NATSURLs(%q) = %v, %v; want an error with %q", c.region, got, err, c.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("NATSURLs(%q) = %v, %v; want %v", c.region, got, err, c.want)
+		}
 	}
 }

@@ -63,3 +63,31 @@ func TestCollectSurvivesHungNode(t *testing.T) {
 		t.Fatal("Collect modified its input")
 	}
 }
+
+// TestCollectShowsAHandRestartedNode: a node `up` saw exit but that
+// answers again as itself (restarted by hand) shows the answering
+// process's pid and no exit; an answer from another node at that address
+// (a port taken over) changes nothing.
+func TestCollectShowsAHandRestartedNode(t *testing.T) {
+	serve := func(v region.MembersView) *httptest.Server {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			json.NewEncoder(w).Encode(v)
+		}))
+		t.Cleanup(s.Close)
+		return s
+	}
+	lan := []gossip.Member{{Name: "east.k1", State: "alive"}, {Name: "east.k2", State: "alive"}}
+	k1 := serve(region.MembersView{Node: "east.k1", LAN: lan, PID: 4242})
+	other := serve(region.MembersView{Node: "east.k9", LAN: lan, PID: 777})
+	f := &meshfile.File{Mesh: "m", Regions: []meshfile.Region{{Name: "east", Nodes: []meshfile.Node{
+		{ID: "k1", Role: "meta", Admin: k1.URL, PID: 100, Exited: "signal: killed"},
+		{ID: "k2", Role: "meta", Admin: other.URL, PID: 101, Exited: "signal: killed"},
+	}}}}
+	live, _ := Collect(context.Background(), f, &http.Client{Timeout: 2 * time.Second})
+	if got := live.Node("east", "k1"); got.PID != 4242 || got.Exited != "" {
+		t.Errorf("hand-restarted k1 = pid %d, exited %q; want pid 4242 and no exit", got.PID, got.Exited)
+	}
+	if got := live.Node("east", "k2"); got.PID != 101 || got.Exited != "signal: killed" {
+		t.Errorf("k2, whose address another node answers = pid %d, exited %q; want them unchanged", got.PID, got.Exited)
+	}
+}

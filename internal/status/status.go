@@ -76,6 +76,10 @@ func Collect(ctx context.Context, f *meshfile.File, client *http.Client) (*meshf
 			r.Nodes[j].Ready = probes[i][j].ready
 			r.Nodes[j].Bookie = probes[i][j].bookie
 			r.Nodes[j].Broker = probes[i][j].broker
+			if v := probes[i][j].view; v != nil && v.Node == region.SerfName(reg.Name, r.Nodes[j].ID) && v.PID != 0 && v.PID != r.Nodes[j].PID {
+				// Not the process `up` started: one restarted by hand.
+				r.Nodes[j].PID, r.Nodes[j].Exited = v.PID, ""
+			}
 		}
 		r.WAN = wanView(views)
 		out.Regions[i] = r

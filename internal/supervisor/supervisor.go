@@ -250,7 +250,8 @@ func (r *run) watch(p *process) {
 		return
 	}
 	how := p.exitDescription()
-	fmt.Fprintf(r.out, "strata up: node %s (pid %d) exited: %s; log: %s\n", p.name(), p.report.PID, how, p.logPath)
+	fmt.Fprintf(r.out, "strata up: node %s (pid %d) exited: %s; log: %s\n  to start it again by hand (it is then yours to stop): %s\n",
+		p.name(), p.report.PID, how, p.logPath, shellCommand(p.cmd.Args))
 	if n := r.file.Node(p.region, p.id); n != nil {
 		n.Exited = how
 		if err := meshfile.Write(r.cfg.DataDir, r.file); err != nil {
@@ -299,4 +300,25 @@ func tierOf(reg *topology.Region, dataDir string) meshfile.Tier {
 		t.Dir = filepath.Join(dataDir, reg.Name, "tier")
 	}
 	return t
+}
+
+// shellCommand is args as one line a POSIX shell runs as given: words with
+// characters beyond letters, digits and _./:,=@+%- are single-quoted.
+func shellCommand(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		plain := a != ""
+		for _, c := range a {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_./:,=@+%-", c)) {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			out[i] = a
+		} else {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
 }

@@ -156,6 +156,10 @@ func TestRunStartsStopsAndReports(t *testing.T) {
 		return err == nil && g.Node("west", "k2").Exited == "signal: killed" &&
 			strings.Contains(out.String(), "node west/k2 (pid")
 	})
+	if o := out.String(); !strings.Contains(o, "to start it again by hand") || !strings.Contains(o, " node --topology ") ||
+		!strings.Contains(o, "--region west --role bookie --id k2 --data-dir "+dataDir) {
+		t.Fatalf("the death's report does not give the command to start west/k2 again:\n%s", o)
+	}
 
 	cancel()
 	select {
@@ -401,5 +405,13 @@ func TestFreshRefusesARunningNode(t *testing.T) {
 	unlock()
 	if _, err := os.Stat(filepath.Join(metaDir, "etcd-data")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("--fresh left the stopped node's data: %v", err)
+	}
+}
+
+func TestShellCommand(t *testing.T) {
+	got := shellCommand([]string{"/usr/bin/strata", "node", "--data-dir", "/tmp/my data", "--join", "127.0.0.1:7946", "it's", ""})
+	want := `/usr/bin/strata node --data-dir '/tmp/my data' --join 127.0.0.1:7946 'it'\''s' ''`
+	if got != want {
+		t.Fatalf("shellCommand = %s\nwant %s", got, want)
 	}
 }
