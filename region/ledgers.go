@@ -190,7 +190,7 @@ func ledgerID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	raw := r.PathValue("id")
 	id, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || id < 0 || strconv.FormatInt(id, 10) != raw { // digits only, no sign or leading zeros
-		adminhttp.WriteError(w, http.StatusBadRequest, "bad_ledger_id", "ledger id "+strconv.Quote(r.PathValue("id"))+" is not a non-negative integer", "id")
+		adminhttp.WriteError(w, http.StatusBadRequest, "bad_ledger_id", "ledger id "+strconv.Quote(r.PathValue("id"))+": want an integer from 0 to "+strconv.FormatInt(math.MaxInt64, 10)+", in decimal without sign or leading zeros", "id")
 		return 0, false
 	}
 	return id, true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -180,7 +181,7 @@ func oneRegion(flags *adminFlags) ([]string, error) {
 func parseLedgerID(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id < 0 {
-		return 0, fmt.Errorf("ledger id %q is not a non-negative integer", s)
+		return 0, fmt.Errorf("ledger id %q: want an integer from 0 to %d", s, int64(math.MaxInt64))
 	}
 	return id, nil
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -44,10 +45,31 @@ func New(logger *slog.Logger) *Server {
 	s.Handle("GET /readyz", http.HandlerFunc(s.ready))
 	// Unknown paths get the admin API's JSON error shape (not listed in
 	// Routes: it is the fallback, not a route).
-	s.mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, http.StatusNotFound, "not_found", "no such path: "+r.URL.Path, "")
-	}))
+	s.mux.Handle("/", http.HandlerFunc(s.fallback))
 	return s
+}
+
+// fallback answers a request no route took: 405 with Allow when the path
+// has routes for other methods, else 404; both in the JSON error shape.
+func (s *Server) fallback(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) == 0 {
+		WriteError(w, http.StatusNotFound, "not_found", "no such path: "+r.URL.Path, "")
+		return
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	WriteError(w, http.StatusMethodNotAllowed, "method_not_allowed",
+		fmt.Sprintf("%s %s: this path takes %s", r.Method, r.URL.Path, strings.Join(allow, ", ")), "")
 }
 
 // Handle mounts h on pattern (net/http's "METHOD /path" form). It panics

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"sync/atomic"
+	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -68,7 +69,8 @@ func TestRoutesAndErrors(t *testing.T) {
 	s.Handle("GET /admin/v1/thing", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		WriteError(w, http.StatusNotFound, "not_found", "no thing", "name")
 	}))
-	want := []string{"GET /admin/v1/thing", "GET /healthz", "GET /readyz"}
+	s.Handle("PUT /admin/v1/thing/setting", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	want := []string{"GET /admin/v1/thing", "GET /healthz", "GET /readyz", "PUT /admin/v1/thing/setting"}
 	got := s.Routes()
 	if len(got) != len(want) {
 		t.Fatalf("Routes = %v", got)
@@ -89,5 +91,28 @@ func TestRoutesAndErrors(t *testing.T) {
 	e := body["error"].(map[string]any)
 	if code != 404 || e["code"] != "not_found" || e["field"] != "name" {
 		t.Fatalf("error response = %d %v", code, body)
+	}
+	// A path that exists, with another method: 405 naming the methods.
+	for _, c := range []struct{ method, path, allow string }{
+		{http.MethodPost, "/admin/v1/thing", "GET, HEAD"},
+		{http.MethodDelete, "/admin/v1/thing/setting", "PUT"},
+		{http.MethodGet, "/admin/v1/thing/setting", "PUT"},
+	} {
+		req, err := http.NewRequest(c.method, s.URL()+c.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		e, _ := body["error"].(map[string]any)
+		if err != nil || resp.StatusCode != 405 || resp.Header.Get("Allow") != c.allow || e["code"] != "method_not_allowed" ||
+			!strings.Contains(e["message"].(string), "takes "+c.allow) {
+			t.Errorf("%s %s = %d Allow %q %v (%v); want 405 allowing %s", c.method, c.path, resp.StatusCode, resp.Header.Get("Allow"), body, err, c.allow)
+		}
 	}
 }
