@@ -46,11 +46,40 @@ type runner struct {
 	// rsub is the replicated subscription state (repl_subs.go); nil for
 	// other consumers.
 	rsub *rsub
+	// loadErrSince is when dispatch began to fail reading the stream
+	// (zero while it reads), loadErrLogged when that was last logged.
+	loadErrSince, loadErrLogged time.Time
 }
 
 // loadRetry is how soon a dispatch round that failed to read a message
 // (a bookie was unreachable) is tried again.
 const loadRetry = 50 * time.Millisecond
+
+// loadErrLogEvery is how often a consumer that cannot read its stream
+// says so again while it lasts.
+const loadErrLogEvery = 30 * time.Second
+
+// noteLoadErr logs a consumer stalled on a read of the stream that fails
+// (e.g. no bookie of an entry's write set answers): at once, then every
+// loadErrLogEvery while it lasts, and when it reads again. Without it the
+// consumer's clients only saw their pulls time out.
+func (r *runner) noteLoadErr(now time.Time) {
+	err := r.c.LoadErr()
+	log := r.t.s.cfg.Logger
+	switch {
+	case err != nil && (r.loadErrSince.IsZero() || now.Sub(r.loadErrLogged) >= loadErrLogEvery):
+		if r.loadErrSince.IsZero() {
+			r.loadErrSince = now
+		}
+		r.loadErrLogged = now
+		log.Warn("consumer stalled: reading the stream failed; retrying", "topic", r.t.name.String(), "consumer", r.name,
+			"stalled_for", now.Sub(r.loadErrSince).Round(time.Millisecond), "err", err)
+	case err == nil && !r.loadErrSince.IsZero():
+		log.Info("consumer reads its stream again", "topic", r.t.name.String(), "consumer", r.name,
+			"stalled_for", now.Sub(r.loadErrSince).Round(time.Millisecond))
+		r.loadErrSince, r.loadErrLogged = time.Time{}, time.Time{}
+	}
+}
 
 type stopRequest struct {
 	graceful bool
@@ -170,6 +199,7 @@ func (r *runner) loop() {
 		r.runQueue(now)
 		r.emit(r.c.Tick(now))
 		r.persist(now, false)
+		r.noteLoadErr(now)
 		if r.deleteSelf {
 			return
 		}

@@ -1,0 +1,75 @@
+package jetstream
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratamesh/strata/broker/consumer"
+	"github.com/stratamesh/strata/broker/jsapi"
+	"github.com/stratamesh/strata/broker/mledger"
+)
+
+// failingSource holds messages 1..n whose Load fails with err (nil:
+// succeeds).
+type failingSource struct {
+	n   uint64
+	err error
+}
+
+func (s *failingSource) FirstSeq() uint64 { return 1 }
+func (s *failingSource) LastSeq() uint64  { return s.n }
+func (s *failingSource) Load(seq uint64) (consumer.Msg, error) {
+	if s.err != nil {
+		return consumer.Msg{}, s.err
+	}
+	return consumer.Msg{Seq: seq, Subject: "orders.new", Data: []byte("x")}, nil
+}
+func (s *failingSource) SeqAtTime(time.Time) (uint64, error) { return 1, nil }
+func (s *failingSource) LastForSubject(string) uint64        { return 0 }
+
+// TestConsumerStallOnReadsIsLogged: a consumer whose reads of the stream
+// fail (no bookie of an entry's write set answers) says so at once, again
+// every loadErrLogEvery while it lasts, and when it reads again — a
+// newcomer's consumer stalled with only client timeouts to show for it.
+func TestConsumerStallOnReadsIsLogged(t *testing.T) {
+	var logs bytes.Buffer
+	s := &Service{cfg: Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}}
+	tp := &topic{s: s, name: mledger.Name{Tenant: "demo", Namespace: "streams", Topic: "ORDERS"}}
+	src := &failingSource{n: 3, err: errors.New("bookies unavailable: wrong instance")}
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	c, err := consumer.New(jsapi.ConsumerConfig{Durable: "proc", AckPolicy: jsapi.AckExplicit, AckWait: time.Minute}, nil, t0, src, consumer.StreamName("ORDERS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{t: tp, name: "proc", c: c}
+	_, gen, _ := c.Snapshot() // the driver persists the reserve first
+	c.Persisted(gen)
+	c.Pull(t0, "inbox", jsapi.PullRequest{Batch: 1, Expires: time.Minute})
+	if c.LoadErr() == nil {
+		t.Fatal("the pull did not meet the failing read")
+	}
+	count := func(s string) int { return strings.Count(logs.String(), s) }
+	r.noteLoadErr(t0)
+	r.noteLoadErr(t0.Add(time.Second)) // within loadErrLogEvery: quiet
+	if n := count("consumer stalled"); n != 1 || !strings.Contains(logs.String(), "wrong instance") || !strings.Contains(logs.String(), "demo/streams/ORDERS") {
+		t.Fatalf("%d stall lines, want 1 naming the topic and the error:\n%s", n, logs.String())
+	}
+	r.noteLoadErr(t0.Add(loadErrLogEvery + time.Second))
+	if n := count("consumer stalled"); n != 2 || !strings.Contains(logs.String(), "stalled_for=31s") {
+		t.Fatalf("%d stall lines after %v, want 2 with how long:\n%s", n, loadErrLogEvery, logs.String())
+	}
+	src.err = nil
+	c.Dispatch(t0.Add(40 * time.Second))
+	if c.LoadErr() != nil {
+		t.Fatalf("LoadErr after the reads came back: %v", c.LoadErr())
+	}
+	r.noteLoadErr(t0.Add(40 * time.Second))
+	r.noteLoadErr(t0.Add(41 * time.Second))
+	if n := count("consumer reads its stream again"); n != 1 || count("consumer stalled") != 2 {
+		t.Fatalf("recovery logged %d times (want 1):\n%s", n, logs.String())
+	}
+}
