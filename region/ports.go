@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 )
 
 // portsFile remembers, in the node's data directory, the ports the node
@@ -56,18 +58,33 @@ func (p rememberedPorts) save(dir string) error {
 
 // withPort runs start on the topology's fixed port when it has one;
 // otherwise on the remembered port, falling back to a fresh one (0) when
-// the remembered port cannot be bound any more.
+// the remembered port cannot be bound any more (another error, say a
+// bookie's cookie mismatch, is returned as it is: starting again on
+// another port would only repeat it).
 func withPort[T any](fixed, remembered int, start func(port int) (T, error)) (T, error) {
 	if fixed != 0 || remembered == 0 {
 		return start(fixed)
 	}
 	v, err := start(remembered)
-	if err == nil {
-		return v, nil
+	if err == nil || !isBindError(err) {
+		return v, err
 	}
 	v, err2 := start(0)
 	if err2 != nil {
 		return v, errors.Join(fmt.Errorf("remembered port %d: %w", remembered, err), err2)
 	}
 	return v, nil
+}
+
+// isBindError reports whether err is a failure to bind a listening
+// address: in use, not available here, or not permitted. Libraries that
+// keep only the text of the listener's error (Serf's memberlist, say) are
+// recognised by it.
+func isBindError(err error) bool {
+	if errors.Is(err, syscall.EADDRINUSE) || errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.EACCES) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "address already in use") || strings.Contains(msg, "cannot assign requested address") ||
+		strings.Contains(msg, "bind: permission denied")
 }

@@ -182,6 +182,11 @@ func (t Target) NotAnswering(what string, err error) error {
 // no such node, no admin URL, or an id found in several regions (give the
 // region).
 func NodeTarget(f *meshfile.File, region, role, id string) (Target, error) {
+	if region != "" {
+		if _, _, err := RoleTargets(f, region, role); err != nil {
+			return Target{}, err // no such region
+		}
+	}
 	var found []string
 	var url, exited string
 	for _, r := range f.Regions {

@@ -87,6 +87,7 @@ func TestNodeTarget(t *testing.T) {
 		{"", "k2", "say which with --region"},
 		{"", "k9", `mesh m has no bookie "k9"`},
 		{"a", "k9", `region a of mesh m has no bookie "k9"`},
+		{"z", "k1", `mesh m has no region "z" (its regions: a, b)`},
 	} {
 		if _, err := NodeTarget(f, c.region, "bookie", c.id); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("NodeTarget(%q, %q) = %v, want %q", c.region, c.id, err, c.want)
