@@ -55,6 +55,20 @@ type runner struct {
 // (a bookie was unreachable) is tried again.
 const loadRetry = 50 * time.Millisecond
 
+// loadRetryMax bounds the wait between read retries of a consumer whose
+// reads keep failing.
+const loadRetryMax = 2 * time.Second
+
+// loadRetryIn is how soon to retry a failed read: loadRetry at first,
+// then a tenth of how long the reads have failed, up to loadRetryMax (an
+// entry no bookie can serve is not asked for 20 times a second forever).
+func (r *runner) loadRetryIn(now time.Time) time.Duration {
+	if r.loadErrSince.IsZero() {
+		return loadRetry
+	}
+	return min(max(loadRetry, now.Sub(r.loadErrSince)/10), loadRetryMax)
+}
+
 // loadErrLogEvery is how often a consumer that cannot read its stream
 // says so again while it lasts.
 const loadErrLogEvery = 30 * time.Second
@@ -167,7 +181,7 @@ func (r *runner) loop() {
 			wait = min(wait, r.lastPersist.Add(cfg.CursorPersist).Sub(now))
 		}
 		if r.c.LoadErr() != nil {
-			wait = min(wait, loadRetry) // a bookie read failed: try the round again soon
+			wait = min(wait, r.loadRetryIn(now)) // a bookie read failed: try the round again soon
 		}
 		if !r.durable && r.cfg.InactiveThreshold > 0 {
 			// Wake to delete an inactive ephemeral consumer (else an idle

@@ -53,8 +53,16 @@ func TestConsumerStallOnReadsIsLogged(t *testing.T) {
 		t.Fatal("the pull did not meet the failing read")
 	}
 	count := func(s string) int { return strings.Count(logs.String(), s) }
+	if d := r.loadRetryIn(t0); d != loadRetry {
+		t.Fatalf("first retry in %v, want %v", d, loadRetry)
+	}
 	r.noteLoadErr(t0)
 	r.noteLoadErr(t0.Add(time.Second)) // within loadErrLogEvery: quiet
+	for _, c := range []struct{ after, want time.Duration }{{time.Second, 100 * time.Millisecond}, {time.Hour, loadRetryMax}} {
+		if d := r.loadRetryIn(t0.Add(c.after)); d != c.want {
+			t.Fatalf("retry after %v of failing reads in %v, want %v", c.after, d, c.want)
+		}
+	}
 	if n := count("consumer stalled"); n != 1 || !strings.Contains(logs.String(), "wrong instance") || !strings.Contains(logs.String(), "demo/streams/ORDERS") {
 		t.Fatalf("%d stall lines, want 1 naming the topic and the error:\n%s", n, logs.String())
 	}
