@@ -69,14 +69,9 @@ func (c *Client) OpenReader(ctx context.Context, id int64) (*Reader, error) {
 	return r, nil
 }
 
-// floorLAC is what the metadata alone proves confirmed: LastEntryID when
-// CLOSED, else the entry before the last segment.
-func floorLAC(md core.Metadata) int64 {
-	if md.State == core.StateClosed {
-		return md.LastEntryID
-	}
-	return md.Segments[len(md.Segments)-1].FirstEntry - 1
-}
+// floorLAC is what the metadata alone proves confirmed
+// (core.Metadata.ConfirmedFloor).
+func floorLAC(md core.Metadata) int64 { return md.ConfirmedFloor() }
 
 // raise moves the known LAC up to lac (never down) and returns it.
 func (r *Reader) raise(lac int64) int64 {

@@ -152,11 +152,12 @@
 //     replacement is never in those segments nor a bookie this recovery
 //     replaced (Exclude). The new bookies are never read for the
 //     decision: their emptiness never counts as absent.
-//   - Rewrites carry confirmed as LAC, but not into entries moved out of
-//     the fenced segment's write sets (unless base covers them): a later
-//     recovery, should this one never close, decides on the fenced
-//     segment, where those may have fewer copies, so no tailing reader
-//     may see them before the close.
+//   - Rewrites carry base as LAC, never confirmed: until this recovery's
+//     close wins, a concurrent recoverer (or a later one, should this one
+//     never close) decides on the fenced segment with its own faults and
+//     may close lower, so no tailing reader may see entries past base
+//     before the close. Metadata.ConfirmedFloor, a reader's floor, stops
+//     likewise before the first segment a recovery made.
 //   - No replacement (ReplacementUnavailable) or a refused CAS →
 //     ErrRetry: the driver retries from fresh metadata, never closing
 //     short.

@@ -232,6 +232,34 @@ func (m *Metadata) Validate() error {
 	return errors.Join(errs...)
 }
 
+// ConfirmedFloor is the last entry the metadata alone proves confirmed
+// (NoEntry if none), what a reader may read without asking the bookies:
+// LastEntryID when CLOSED; otherwise the entry before the last segment
+// the writer made (the writer starts a segment after its LAC), which for
+// a ledger recovery has changed the ensemble of (FencedSegment set) is
+// the entry before the first segment, from the fenced one's first entry
+// on, that differs from it. Entries recovery confirmed before that are on
+// Qa bookies of the fenced write sets, where every later recovery finds
+// them; entries it moved to its own segments may still be dropped by a
+// later recovery that decides on the fenced segment alone.
+func (m Metadata) ConfirmedFloor() int64 {
+	if m.State == StateClosed {
+		return m.LastEntryID
+	}
+	if len(m.Segments) == 0 {
+		return NoEntry
+	}
+	if f := m.FencedSegment; f != nil {
+		for _, s := range m.Segments {
+			if s.FirstEntry >= f.FirstEntry && !s.equal(*f) {
+				return s.FirstEntry - 1
+			}
+		}
+		return f.FirstEntry - 1
+	}
+	return m.Segments[len(m.Segments)-1].FirstEntry - 1
+}
+
 // withReplacements is last with the bookies of chosen (failed bookie →
 // replacement) replaced, as a segment starting at first. Instances are
 // recorded when last or a replacement has one.

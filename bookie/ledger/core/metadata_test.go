@@ -209,3 +209,32 @@ func TestFenceCoverage(t *testing.T) {
 		}
 	}
 }
+
+// TestConfirmedFloor: what the metadata alone proves confirmed.
+func TestConfirmedFloor(t *testing.T) {
+	seg := func(first int64, ens ...BookieID) Segment { return Segment{FirstEntry: first, Ensemble: ens} }
+	fenced := seg(3, "k1", "k2", "k3")
+	for _, c := range []struct {
+		name string
+		md   Metadata
+		want int64
+	}{
+		{"closed", Metadata{State: StateClosed, LastEntryID: 7, Segments: []Segment{seg(0, "k1", "k2", "k3")}}, 7},
+		{"open, one segment", Metadata{State: StateOpen, LastEntryID: NoEntry, Segments: []Segment{seg(0, "k1", "k2", "k3")}}, NoEntry},
+		{"open, writer's change at 5", Metadata{State: StateOpen, LastEntryID: NoEntry,
+			Segments: []Segment{seg(0, "k1", "k2", "k3"), seg(5, "k1", "k4", "k3")}}, 4},
+		{"in recovery, no recovery change", Metadata{State: StateInRecovery, LastEntryID: NoEntry,
+			Segments: []Segment{seg(0, "k1", "k2", "k3"), seg(5, "k1", "k4", "k3")}}, 4},
+		// Recovery kept the fenced segment and added its own from 6 and 8:
+		// entries from 6 on may have been moved off the fenced write sets.
+		{"in recovery, recovery's segments after the fenced one", Metadata{State: StateInRecovery, LastEntryID: NoEntry, FencedSegment: &fenced,
+			Segments: []Segment{seg(0, "k5", "k6", "k7"), fenced, seg(6, "k1", "k4", "k3"), seg(8, "k1", "k4", "k9")}}, 5},
+		// Recovery replaced the fenced segment in place (from its first entry).
+		{"in recovery, fenced segment replaced in place", Metadata{State: StateInRecovery, LastEntryID: NoEntry, FencedSegment: &fenced,
+			Segments: []Segment{seg(0, "k5", "k6", "k7"), seg(3, "k1", "k4", "k3")}}, 2},
+	} {
+		if got := c.md.ConfirmedFloor(); got != c.want {
+			t.Errorf("%s: ConfirmedFloor = %d, want %d", c.name, got, c.want)
+		}
+	}
+}

@@ -236,12 +236,11 @@ type recChange struct {
 // confirmed (entries below stay where they are) and is recorded by a CAS
 // requiring IN_RECOVERY; only then are the rewrites sent to the new
 // bookies. The new bookies are never read for the decision, so their
-// emptiness never passes for "absent". Rewrites carry recovery's
-// confirmed point as LAC, but not into entries it moved out of the
-// fenced segment's write sets: those count for this recovery's close,
-// yet a later recovery (if this one never closes) decides on the fenced
-// segment, where they may have fewer copies, so no reader may see them
-// before the close.
+// emptiness never passes for "absent". Rewrites carry base as LAC, not
+// recovery's confirmed point (see published): another recovery may still
+// decide on the fenced segment, where entries this one moved elsewhere
+// may have fewer copies, or with other bookies unreachable; no reader may
+// see entries past base before the close.
 //
 // Anything undecidable (fencing incomplete once every fence answered, an
 // entry with all answers in and neither, the entry at base found nowhere,
@@ -766,19 +765,16 @@ func (r *Recovery) clearQueues() {
 	r.fences, r.queuedR, r.queuedW, r.replace, r.change = nil, nil, nil, nil, nil
 }
 
-// published is the LAC rewrites carry: confirmed, but not past the entry
-// before the first segment (from the fenced segment's first entry on)
-// that differs from the fenced segment, unless base is there already.
+// published is the LAC rewrites carry: base, what the fences proved
+// complete, never this recovery's confirmed point. Until this recovery's
+// close wins its CAS, another recoverer (concurrent, or a later one if
+// this one dies) may decide the ledger ends lower — it reads only the
+// fenced segment, with its own faults — so a tailing reader must not
+// learn of an entry past base from a rewrite; the close publishes the
+// rest. (BookKeeper's recovery adds carry more, and a concurrent
+// recovery's readers can see entries its rival's close then drops.)
 func (r *Recovery) published() int64 {
-	if r.md.FencedSegment == nil {
-		return r.confirmed
-	}
-	for _, s := range r.md.Segments {
-		if s.FirstEntry >= r.seg.FirstEntry && !s.equal(r.seg) {
-			return min(r.confirmed, max(r.base, s.FirstEntry-1))
-		}
-	}
-	return r.confirmed
+	return min(r.confirmed, r.base)
 }
 
 // Result is the closing metadata once recovery decided (ok true).
