@@ -87,7 +87,9 @@ type Config struct {
 	CursorPersist time.Duration
 	// ParkTimeout bounds how long a message for a topic with no owner
 	// (during a takeover) waits for one before it is dropped (the client
-	// retries). Default 10 s.
+	// retries). Default 10 s. A JetStream publish parked for a topic its
+	// owner cannot open for want of writable bookies is answered with
+	// that error (10077) after 1 s instead.
 	ParkTimeout time.Duration
 	// PlacementInterval is how often a broker reviews bundle ownership
 	// besides whenever the ownership keys change. Default 250 ms.

@@ -41,7 +41,9 @@ func (s *Service) dispatch(m message) {
 			return
 		}
 		m = m.owned() // forwarded or parked: kept past the caller's buffer
-		s.toOwner(st.name, m, func(t *topic) { t.publish(m) })
+		s.toOwnerOr(st.name, m, func(t *topic) { t.publish(m) }, func(err error) {
+			s.respond(m.reply, pubAckError(st.stream, jsapi.ErrStreamStoreFailed(err)))
+		})
 	}
 }
 
@@ -190,9 +192,19 @@ func (s *Service) servedHere(name mledger.Name) *topic {
 // topic's parking queue while no broker serves it (a takeover), keeping
 // the order of what is parked.
 func (s *Service) toOwner(name mledger.Name, m message, local func(*topic)) {
+	s.toOwnerOr(name, m, local, nil)
+}
+
+// toOwnerOr is toOwner for a message that refuse answers with an error
+// (a JetStream publish with a reply) when it is parked for a topic this
+// broker owns but cannot open (openFail) for longer than refuseParkedAfter.
+func (s *Service) toOwnerOr(name mledger.Name, m message, local func(*topic), refuse func(error)) {
+	if m.reply == "" {
+		refuse = nil
+	}
 	s.mu.Lock()
 	if p := s.parked[name]; p != nil {
-		p.add(m, local)
+		p.add(m, local, refuse)
 		s.mu.Unlock()
 		return
 	}
@@ -217,7 +229,7 @@ func (s *Service) toOwner(name mledger.Name, m message, local func(*topic)) {
 		s.parked[name] = p
 		s.goRun(func() { s.drainParked(name, p) })
 	}
-	p.add(m, local)
+	p.add(m, local, refuse)
 	s.mu.Unlock()
 }
 
@@ -234,18 +246,28 @@ type parking struct {
 }
 
 type parked struct {
-	m     message
-	local func(*topic)
-	at    time.Time
+	m      message
+	local  func(*topic)
+	refuse func(error) // nil: dropped silently after ParkTimeout
+	at     time.Time
 }
 
-func (p *parking) add(m message, local func(*topic)) {
-	p.items = append(p.items, parked{m: m, local: local, at: time.Now()})
+func (p *parking) add(m message, local func(*topic), refuse func(error)) {
+	p.items = append(p.items, parked{m: m, local: local, refuse: refuse, at: time.Now()})
 }
+
+// refuseParkedAfter is how long a publish waits parked for a topic this
+// broker cannot open for want of bookies before it is answered with that
+// error: long enough for a takeover's first attempt, well inside the
+// clients' usual 5 s.
+const refuseParkedAfter = time.Second
 
 // drainParked waits for the topic to get a serving owner, then sends
 // everything parked there in order; messages older than ParkTimeout are
-// dropped (their clients time out and retry).
+// dropped (their clients time out and retry), and publishes parked longer
+// than refuseParkedAfter for a topic this broker owns but cannot open for
+// want of writable bookies are answered with that error (NATS JetStream
+// answers a stream without quorum with an error too, not silence).
 func (s *Service) drainParked(name mledger.Name, p *parking) {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -266,6 +288,17 @@ func (s *Service) drainParked(name mledger.Name, p *parking) {
 				cut++
 			}
 			p.items = p.items[cut:]
+			if failure := s.openFail[name]; failure != nil {
+				kept := p.items[:0]
+				for _, it := range p.items {
+					if it.refuse != nil && time.Since(it.at) > refuseParkedAfter {
+						s.goRun(func() { it.refuse(failure) })
+						continue
+					}
+					kept = append(kept, it)
+				}
+				p.items = kept
+			}
 			if len(p.items) == 0 {
 				delete(s.parked, name)
 				s.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stratamesh/strata/bookie/ledger"
 	"github.com/stratamesh/strata/broker/bundle"
 	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/internal/meta"
@@ -405,12 +406,14 @@ func (s *Service) serveTopic(ob *ownedBundle, n mledger.Name) {
 // it stopped by itself (e.g. its ledger writer failed) while the bundle is
 // still owned. Release and loss of the bundle shut the topic down.
 func (s *Service) topicLoop(ob *ownedBundle, n mledger.Name) {
+	defer s.noteOpen(n, nil)
 	backoff := 100 * time.Millisecond
 	for ob.active() {
 		if s.reg.topic(n) == nil {
 			return // deleted
 		}
 		t, err := s.openTopic(ob.ctx, n, ob)
+		s.noteOpen(n, err)
 		if err != nil {
 			if ob.ctx.Err() == nil {
 				s.cfg.Logger.Warn("opening an owned topic failed; retrying", "topic", n.String(), "err", err)
@@ -437,6 +440,19 @@ func (s *Service) topicLoop(ob *ownedBundle, n mledger.Name) {
 			s.sleep(ob.ctx, backoff)
 		}
 	}
+}
+
+// noteOpen records the outcome of opening topic n for parked publishes:
+// a failure for want of writable bookies (ledger.ErrNotEnoughBookies) is
+// kept until an open succeeds or the topic is no longer served here.
+func (s *Service) noteOpen(n mledger.Name, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil && errors.Is(err, ledger.ErrNotEnoughBookies) {
+		s.openFail[n] = err
+		return
+	}
+	delete(s.openFail, n)
 }
 
 // topicsOf returns the topics of bundle id this broker serves.

@@ -41,11 +41,15 @@ type Service struct {
 	acquiring map[bundle.ID]bool
 	voided    map[meta.LeaseID]bool // dead brokers' leases revoked
 	parked    map[mledger.Name]*parking
-	fwdPulls  map[string]forwardedPull // by reply subject
-	closing   bool
-	draining  bool                    // handing bundles over before stopping
-	shedding  bool                    // a load-shedding handover is in progress
-	settling  map[bundle.ID]time.Time // bundles acquired for an admin unload, and when
+	// openFail holds, for a topic this broker owns but cannot open for
+	// want of writable bookies, that error (topicLoop): publishes parked
+	// for it are answered with it instead of timing out.
+	openFail map[mledger.Name]error
+	fwdPulls map[string]forwardedPull // by reply subject
+	closing  bool
+	draining bool                    // handing bundles over before stopping
+	shedding bool                    // a load-shedding handover is in progress
+	settling map[bundle.ID]time.Time // bundles acquired for an admin unload, and when
 
 	linksMu sync.Mutex
 	links   map[string]*link.Link // replication links by remote region
@@ -73,6 +77,7 @@ func New(cfg Config) (*Service, error) {
 		voided:    map[meta.LeaseID]bool{},
 		settling:  map[bundle.ID]time.Time{},
 		parked:    map[mledger.Name]*parking{},
+		openFail:  map[mledger.Name]error{},
 		fwdPulls:  map[string]forwardedPull{},
 		links:     map[string]*link.Link{},
 		apiSem:    make(chan struct{}, DefaultAPIConcurrency),
