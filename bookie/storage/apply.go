@@ -53,9 +53,13 @@ func (a *applier) apply(o *op) {
 	switch o.kind {
 	case opAdd:
 		a.addEntry(o.st, o.rec)
+		if o.newKey {
+			o.st.keyDurable = true
+		}
 	case opFence:
 		o.st.fenced = true
 		o.st.dirty = true
+		o.st.keyDurable = true // the fence record carries the key
 	case opDelete:
 		// Every add of the deleted incarnation precedes this record, so
 		// the cache holds only its entries.
@@ -73,7 +77,7 @@ func (a *applier) replay(r record) error {
 			return err
 		}
 		if a.ledgers[l] == nil {
-			a.ledgers[l] = newLedger(l, key)
+			a.ledgers[l] = durableLedger(l, key)
 		}
 	case recAdd:
 		if err := verifyEntry(r.body); err != nil {
@@ -82,7 +86,7 @@ func (a *applier) replay(r record) error {
 		l, _, _ := entryIDs(r.body)
 		st := a.ledgers[l]
 		if st == nil { // key record lost with a ledger deleted meanwhile
-			st = newLedger(l, nil)
+			st = durableLedger(l, nil)
 			a.ledgers[l] = st
 		}
 		a.addEntry(st, bytes.Clone(r.body))
@@ -93,7 +97,7 @@ func (a *applier) replay(r record) error {
 		}
 		st := a.ledgers[l]
 		if st == nil {
-			st = newLedger(l, key)
+			st = durableLedger(l, key)
 			a.ledgers[l] = st
 		}
 		st.fenced = true
@@ -111,4 +115,12 @@ func (a *applier) replay(r record) error {
 		a.gone[l] = true
 	}
 	return nil
+}
+
+// durableLedger is newLedger for a ledger known from a synced record (the
+// journal at replay, or the index).
+func durableLedger(id int64, key []byte) *ledger {
+	st := newLedger(id, key)
+	st.keyDurable = true
+	return st
 }

@@ -270,7 +270,7 @@ func (ix *index) loadLedgers() (map[int64]*ledger, error) {
 			return err
 		}
 		id := int64(binary.BigEndian.Uint64(k[1:]))
-		st := newLedger(id, r.key)
+		st := durableLedger(id, r.key)
 		st.fenced, st.lac, st.flushed, st.live, st.dirty = r.fenced, r.lac, r.flushed, r.flushed, false
 		out[id] = st
 		return nil

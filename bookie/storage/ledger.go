@@ -26,6 +26,12 @@ type ledger struct {
 	// dirty: key, fenced or lac changed since the last flush wrote the
 	// ledger's index record.
 	dirty bool
+	// keyDurable: a synced record holds key (a journaled master-key or
+	// fence record, or the index's ledger record). Until then every add
+	// journals the key again: the record of the add that created the
+	// ledger may have failed, and replay must not find adds of a ledger
+	// whose key it never saw.
+	keyDurable bool
 }
 
 func newLedger(id int64, key []byte) *ledger {

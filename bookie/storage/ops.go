@@ -58,7 +58,11 @@ func (e *Engine) AddBatch(reqs []AddRequest, done []func(error)) {
 	for _, i := range checked {
 		req, o := &reqs[i], &ops[i]
 		st := e.ledgers[req.LedgerID]
-		if err := admit(st, req.MasterKey, false, req.Recovery); err != nil {
+		err := admit(st, req.MasterKey, false, req.Recovery)
+		if err == nil && st == nil && e.deleting[req.LedgerID] {
+			err = errBeingDeleted(req.LedgerID)
+		}
+		if err != nil {
 			if refusals == nil {
 				refusals = make([]error, len(reqs))
 			}
@@ -68,6 +72,8 @@ func (e *Engine) AddBatch(reqs []AddRequest, done []func(error)) {
 		if st == nil {
 			st = newLedger(req.LedgerID, req.MasterKey)
 			e.ledgers[req.LedgerID] = st
+		}
+		if !st.keyDurable { // a new ledger, or its first records failed
 			o.newKey, o.key = true, st.key
 		}
 		o.st = st
@@ -85,6 +91,13 @@ func (e *Engine) AddBatch(reqs []AddRequest, done []func(error)) {
 			o.done(err)
 		}
 	}
+}
+
+// errBeingDeleted refuses an add or fence that would create ledger id
+// again while its delete is in flight: the delete may yet fail, and the
+// ledger then is the old one (BookKeeper never reuses a ledger id).
+func errBeingDeleted(id int64) error {
+	return fmt.Errorf("%w: ledger %d is being deleted", ErrInvalid, id)
 }
 
 // checkAdd runs Add's checks that need no lock.
@@ -118,7 +131,11 @@ func (e *Engine) Fence(ctx context.Context, ledgerID int64, masterKey []byte) (i
 	done := make(chan error, 1)
 	e.mu.Lock()
 	st := e.ledgers[ledgerID]
-	if err := admit(st, masterKey, true, false); err != nil {
+	err := admit(st, masterKey, true, false)
+	if err == nil && st == nil && e.deleting[ledgerID] {
+		err = errBeingDeleted(ledgerID)
+	}
+	if err != nil {
 		e.mu.Unlock()
 		return NoEntry, err
 	}
@@ -129,7 +146,7 @@ func (e *Engine) Fence(ctx context.Context, ledgerID int64, masterKey []byte) (i
 	st.fenced, st.dirty = true, true
 	st.wake() // long polls end on a fence (WaitLAC)
 	o := &op{kind: opFence, ledger: ledgerID, key: st.key, st: st, done: func(err error) { done <- err }}
-	err := e.j.submit(o)
+	err = e.j.submit(o)
 	e.mu.Unlock()
 	if err != nil {
 		return NoEntry, err
