@@ -41,7 +41,11 @@ type Engine struct {
 	// incarnation and must not be seen (by reads or overwrite counting)
 	// as the new one's.
 	deleting map[int64]bool
-	cache    writeCache
+	// undecided holds ledgers whose delete record is submitted but not yet
+	// durable (or failed): adds and fences that would create them again
+	// are refused meanwhile (errBeingDeleted).
+	undecided map[int64]bool
+	cache     writeCache
 
 	ix   *index
 	logs *logSet
@@ -103,6 +107,7 @@ func Open(cfg Config) (*Engine, error) {
 		closing:    make(chan struct{}),
 		flushKick:  make(chan struct{}, 1),
 		deleting:   map[int64]bool{},
+		undecided:  map[int64]bool{},
 	}
 	for _, d := range []string{cfg.Dir, e.journalDir, e.logDir} {
 		if err := cfg.FS.MkdirAll(d, 0o755); err != nil {

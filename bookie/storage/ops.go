@@ -59,7 +59,7 @@ func (e *Engine) AddBatch(reqs []AddRequest, done []func(error)) {
 		req, o := &reqs[i], &ops[i]
 		st := e.ledgers[req.LedgerID]
 		err := admit(st, req.MasterKey, false, req.Recovery)
-		if err == nil && st == nil && e.deleting[req.LedgerID] {
+		if err == nil && st == nil && e.undecided[req.LedgerID] {
 			err = errBeingDeleted(req.LedgerID)
 		}
 		if err != nil {
@@ -94,8 +94,10 @@ func (e *Engine) AddBatch(reqs []AddRequest, done []func(error)) {
 }
 
 // errBeingDeleted refuses an add or fence that would create ledger id
-// again while its delete is in flight: the delete may yet fail, and the
-// ledger then is the old one (BookKeeper never reuses a ledger id).
+// again while its delete record is not yet durable: the delete may yet
+// fail, and the ledger then is the old one (BookKeeper never reuses a
+// ledger id). Once the record is durable the delete is decided, and a new
+// incarnation may start while the index is cleaned up.
 func errBeingDeleted(id int64) error {
 	return fmt.Errorf("%w: ledger %d is being deleted", ErrInvalid, id)
 }
@@ -132,7 +134,7 @@ func (e *Engine) Fence(ctx context.Context, ledgerID int64, masterKey []byte) (i
 	e.mu.Lock()
 	st := e.ledgers[ledgerID]
 	err := admit(st, masterKey, true, false)
-	if err == nil && st == nil && e.deleting[ledgerID] {
+	if err == nil && st == nil && e.undecided[ledgerID] {
 		err = errBeingDeleted(ledgerID)
 	}
 	if err != nil {
@@ -344,12 +346,20 @@ func (e *Engine) DeleteLedger(ledgerID int64) error {
 	}
 	delete(e.ledgers, ledgerID)
 	e.deleting[ledgerID] = true
+	e.undecided[ledgerID] = true
 	st.wake()
 	err := e.j.submit(&op{kind: opDelete, ledger: ledgerID, st: st, done: func(err error) { done <- err }})
 	e.mu.Unlock()
 	if err == nil {
 		err = <-done
 	}
+	e.mu.Lock()
+	delete(e.undecided, ledgerID) // decided: a new incarnation may start
+	if err != nil {               // the delete did not happen: the ledger is back
+		delete(e.deleting, ledgerID)
+		e.ledgers[ledgerID] = st
+	}
+	e.mu.Unlock()
 	if h := e.hooks.afterDeleteLog; h != nil && err == nil {
 		h()
 	}
