@@ -47,8 +47,12 @@ type runner struct {
 	// other consumers.
 	rsub *rsub
 	// loadErrSince is when dispatch began to fail reading the stream
-	// (zero while it reads), loadErrLogged when that was last logged.
+	// (zero while it reads), loadErrLogged when that was last logged,
+	// loadErrFrom what was delivered then: the stall ends with a delivery
+	// past it (a round with no pull waiting reads nothing, and so fails
+	// nothing, without proving the reads work again).
 	loadErrSince, loadErrLogged time.Time
+	loadErrFrom                 uint64
 }
 
 // loadRetry is how soon a dispatch round that failed to read a message
@@ -83,12 +87,12 @@ func (r *runner) noteLoadErr(now time.Time) {
 	switch {
 	case err != nil && (r.loadErrSince.IsZero() || now.Sub(r.loadErrLogged) >= loadErrLogEvery):
 		if r.loadErrSince.IsZero() {
-			r.loadErrSince = now
+			r.loadErrSince, r.loadErrFrom = now, r.delivered
 		}
 		r.loadErrLogged = now
 		log.Warn("consumer stalled: reading the stream failed; retrying", "topic", r.t.name.String(), "consumer", r.name,
 			"stalled_for", now.Sub(r.loadErrSince).Round(time.Millisecond), "err", err)
-	case err == nil && !r.loadErrSince.IsZero():
+	case err == nil && !r.loadErrSince.IsZero() && r.delivered > r.loadErrFrom:
 		log.Info("consumer reads its stream again", "topic", r.t.name.String(), "consumer", r.name,
 			"stalled_for", now.Sub(r.loadErrSince).Round(time.Millisecond))
 		r.loadErrSince, r.loadErrLogged = time.Time{}, time.Time{}

@@ -70,13 +70,31 @@ func TestConsumerStallOnReadsIsLogged(t *testing.T) {
 	if n := count("consumer stalled"); n != 2 || !strings.Contains(logs.String(), "stalled_for=31s") {
 		t.Fatalf("%d stall lines after %v, want 2 with how long:\n%s", n, loadErrLogEvery, logs.String())
 	}
-	src.err = nil
-	c.Dispatch(t0.Add(40 * time.Second))
+	// The pull expires: a round with no pull waiting reads nothing, so
+	// LoadErr is nil, yet nothing shows the reads work again.
+	c.Dispatch(t0.Add(2 * time.Minute))
 	if c.LoadErr() != nil {
-		t.Fatalf("LoadErr after the reads came back: %v", c.LoadErr())
+		t.Fatalf("LoadErr after a round that read nothing: %v", c.LoadErr())
 	}
-	r.noteLoadErr(t0.Add(40 * time.Second))
-	r.noteLoadErr(t0.Add(41 * time.Second))
+	r.noteLoadErr(t0.Add(2 * time.Minute))
+	if n := count("reads its stream again"); n != 0 {
+		t.Fatalf("recovery logged after a round that read nothing:\n%s", logs.String())
+	}
+	if d := r.loadRetryIn(t0.Add(2 * time.Minute)); d != loadRetryMax {
+		t.Fatalf("retry back-off reset to %v by a round that read nothing", d)
+	}
+	src.err = nil
+	now := t0.Add(3 * time.Minute)
+	for _, o := range c.Pull(now, "inbox", jsapi.PullRequest{Batch: 1, Expires: time.Minute}) {
+		if o.Kind == consumer.Deliver {
+			r.delivered = max(r.delivered, o.Ack.StreamSeq) // as emit does
+		}
+	}
+	if c.LoadErr() != nil || r.delivered != 1 {
+		t.Fatalf("after the reads came back: LoadErr %v, delivered %d", c.LoadErr(), r.delivered)
+	}
+	r.noteLoadErr(now)
+	r.noteLoadErr(now.Add(time.Second))
 	if n := count("consumer reads its stream again"); n != 1 || count("consumer stalled") != 2 {
 		t.Fatalf("recovery logged %d times (want 1):\n%s", n, logs.String())
 	}
