@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"os"
 	"path/filepath"
 	"time"
@@ -39,16 +40,33 @@ func parseReadOnlyRequest(body []byte) (readOnlyRequest, error) {
 	dec.DisallowUnknownFields()
 	var req readOnlyRequest
 	if err := dec.Decode(&req); err != nil {
-		return req, fmt.Errorf("read-only body: %w", err)
+		field := ""
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			field = te.Field
+		} else if f, ok := strings.CutPrefix(err.Error(), `json: unknown field "`); ok {
+			field = strings.TrimSuffix(f, `"`)
+		}
+		return req, &bodyError{field: field, err: fmt.Errorf("read-only body: %w", err)}
 	}
 	if dec.More() {
-		return req, errors.New("read-only body: more than one JSON value")
+		return req, &bodyError{err: errors.New("read-only body: more than one JSON value")}
 	}
 	if req.ReadOnly == nil {
-		return req, errors.New(`read-only body: "read_only" is required`)
+		return req, &bodyError{field: "read_only", err: errors.New(`read-only body: "read_only" is required`)}
 	}
 	return req, nil
 }
+
+// bodyError is a malformed request body and the field it is about ("" if
+// none: not JSON, say).
+type bodyError struct {
+	field string
+	err   error
+}
+
+func (e *bodyError) Error() string { return e.err.Error() }
+func (e *bodyError) Unwrap() error { return e.err }
 
 // putReadOnly answers PUT /admin/v1/bookie/read-only (BookKeeper's manual
 // read-only mode, e.g. to drain a bookie before taking it away): with
@@ -68,7 +86,12 @@ func (n *Node) putReadOnly(w http.ResponseWriter, r *http.Request) {
 		req, err = parseReadOnlyRequest(body)
 	}
 	if err != nil {
-		adminhttp.WriteError(w, http.StatusBadRequest, "invalid_body", err.Error()+` (want {"read_only": true} or {"read_only": false})`, "read_only")
+		field := ""
+		var be *bodyError
+		if errors.As(err, &be) {
+			field = be.field
+		}
+		adminhttp.WriteError(w, http.StatusBadRequest, "invalid_body", err.Error()+` (want {"read_only": true} or {"read_only": false})`, field)
 		return
 	}
 	ro := *req.ReadOnly

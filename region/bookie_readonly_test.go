@@ -24,23 +24,25 @@ func TestParseReadOnlyRequest(t *testing.T) {
 			t.Errorf("%q: %v, %v; want %v", body, got, err, want)
 		}
 	}
-	for body, wantErr := range map[string]string{
-		``:                                  "EOF",
-		`{`:                                 "unexpected EOF",
-		`{}`:                                `"read_only" is required`,
-		`{"read_only":null}`:                `"read_only" is required`,
-		`{"read_only":"yes"}`:               "cannot unmarshal string",
-		`{"read_only":1}`:                   "cannot unmarshal number",
-		`{"readOnly":true}`:                 "unknown field",
-		`{"read_only":true,"reason":"x"}`:   "unknown field",
-		`{"read_only":true} {}`:             "more than one JSON value",
-		`[true]`:                            "cannot unmarshal array",
-		`{"read_only":true,"read_only":[]}`: "cannot unmarshal array",
-		`{"read_only":true,"bookie":7}`:     "cannot unmarshal number",
+	for body, want := range map[string]struct{ err, field string }{
+		``:                                  {"EOF", ""},
+		`{`:                                 {"unexpected EOF", ""},
+		`{}`:                                {`"read_only" is required`, "read_only"},
+		`{"read_only":null}`:                {`"read_only" is required`, "read_only"},
+		`{"read_only":"yes"}`:               {"cannot unmarshal string", "read_only"},
+		`{"read_only":1}`:                   {"cannot unmarshal number", "read_only"},
+		`{"readOnly":true}`:                 {"unknown field", "readOnly"},
+		`{"read_only":true,"reason":"x"}`:   {"unknown field", "reason"},
+		`{"read_only":true} {}`:             {"more than one JSON value", ""},
+		`[true]`:                            {"cannot unmarshal array", ""},
+		`{"read_only":true,"read_only":[]}`: {"cannot unmarshal array", "read_only"},
+		`{"read_only":true,"bookie":7}`:     {"cannot unmarshal number", "bookie"},
 	} {
 		_, err := parseReadOnlyRequest([]byte(body))
-		if err == nil || !strings.Contains(err.Error(), wantErr) || !strings.Contains(err.Error(), "read-only body") {
-			t.Errorf("%q: err %v, want one naming %q", body, err, wantErr)
+		var be *bodyError
+		if err == nil || !strings.Contains(err.Error(), want.err) || !strings.Contains(err.Error(), "read-only body") ||
+			!errors.As(err, &be) || be.field != want.field {
+			t.Errorf("%q: err %v (field %q), want one naming %q, about field %q", body, err, fieldOf(be), want.err, want.field)
 		}
 	}
 }
@@ -157,4 +159,11 @@ func TestBookieReadOnlyByOperator(t *testing.T) {
 		t.Fatalf("add once lifted: %v", err)
 	}
 	testutil.Eventually(t, "the registration says writable", 10*time.Second, func() bool { return !registeredReadOnly() })
+}
+
+func fieldOf(be *bodyError) string {
+	if be == nil {
+		return "<none>"
+	}
+	return be.field
 }
