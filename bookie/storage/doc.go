@@ -17,7 +17,12 @@
 //     commit: a filler goroutine zero-fills the file ahead of the writer
 //     (journal_reserve.go), and files rotate at JournalMaxFileSize and,
 //     once a checkpoint passes them, become spares that later files are
-//     made from (journal_recycle.go).
+//     made from (journal_recycle.go). A spare keeps its old bytes behind
+//     the new batches: replay tells new batches by the file id in their
+//     header and, from journal version 3, by a CRC salted with the data
+//     directory's secret owner id, so that an entry's payload (a client's
+//     bytes) cannot pass for a batch. Builds before version 3 cannot read
+//     version 3 journals: downgrade only after a clean stop.
 //   - the write cache (cache.go): acked entries, readable at once, until a
 //     flush moves them to an entry log.
 //   - logs/ — entry logs (entrylog.go): each flush writes the cache sorted

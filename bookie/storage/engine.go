@@ -41,6 +41,9 @@ type Engine struct {
 	// incarnation and must not be seen (by reads or overwrite counting)
 	// as the new one's.
 	deleting map[int64]bool
+	// salt is the journal's batch-header salt, from the owner id
+	// (checkJournalOwner).
+	salt journalSalt
 	// undecided holds ledgers whose delete record is submitted but not yet
 	// durable (or failed): adds and fences that would create them again
 	// are refused meanwhile (errBeingDeleted).
@@ -187,6 +190,7 @@ func (e *Engine) load() error {
 		maxFileSize: e.cfg.JournalMaxFileSize,
 		prealloc:    e.cfg.JournalPreallocate,
 		noSync:      e.cfg.DisableFsync,
+		salt:        e.salt,
 	}, last+1, seq, e.applyDurable)
 	if err != nil {
 		return err

@@ -35,6 +35,9 @@ func TestEntryEncodingRoundTripAndCorruption(t *testing.T) {
 	}
 }
 
+// testSalt is the batch-header salt of the test journals.
+const testSalt journalSalt = 0x5a175a17
+
 // testBatch builds one batch of journal file 3 of add records (ledger l,
 // entries ids) with sequence number seq.
 func testBatch(seq uint64, l int64, ids ...int64) []byte { return fileBatch(3, seq, l, ids...) }
@@ -46,7 +49,7 @@ func fileBatch(fileID, seq uint64, l int64, ids ...int64) []byte {
 		rec := encodeEntry(l, id, id-1, payload(l, id))
 		b = appendRecord(b, recAdd, recordCRC(recAdd, rec), rec)
 	}
-	putBatchHeader(b, seq, len(ids), len(b)-batchHeaderSize, fileID)
+	putBatchHeader(b, seq, len(ids), len(b)-batchHeaderSize, fileID, testSalt)
 	return b
 }
 
@@ -66,7 +69,7 @@ func testJournal(fileID uint64, batches ...[]byte) ([]byte, []int64) {
 func scanAll(t *testing.T, file []byte, isLast bool) ([]int64, scanResult, error) {
 	t.Helper()
 	var ids []int64
-	res, err := scanJournal(bytes.NewReader(file), int64(len(file)), 3, 0, isLast, func(recs []record, end int64) error {
+	res, err := scanJournal(bytes.NewReader(file), int64(len(file)), 3, 0, isLast, testSalt, func(recs []record, end int64) error {
 		for _, r := range recs {
 			if r.typ != recAdd {
 				t.Fatalf("record type %d", r.typ)
@@ -243,7 +246,7 @@ func TestScanJournalCorruptionIsNotATear(t *testing.T) {
 func TestScanJournalFromCheckpoint(t *testing.T) {
 	file, starts := testJournal(3, testBatch(1, 9, 0), testBatch(2, 9, 1), testBatch(3, 9, 2))
 	var ids []int64
-	res, err := scanJournal(bytes.NewReader(file), int64(len(file)), 3, starts[1], true, func(recs []record, end int64) error {
+	res, err := scanJournal(bytes.NewReader(file), int64(len(file)), 3, starts[1], true, testSalt, func(recs []record, end int64) error {
 		for _, r := range recs {
 			_, e, _ := entryIDs(r.body)
 			ids = append(ids, e)
@@ -261,7 +264,7 @@ func FuzzScanJournal(f *testing.F) {
 	f.Add(file[:len(file)-5], true)
 	f.Add(file[:40], false)
 	f.Fuzz(func(t *testing.T, b []byte, isLast bool) {
-		res, err := scanJournal(bytes.NewReader(b), int64(len(b)), 3, 0, isLast, func(recs []record, end int64) error {
+		res, err := scanJournal(bytes.NewReader(b), int64(len(b)), 3, 0, isLast, testSalt, func(recs []record, end int64) error {
 			for _, r := range recs {
 				if r.typ == recAdd {
 					if err := verifyEntry(r.body); err != nil {

@@ -63,6 +63,7 @@ type journalConfig struct {
 	maxFileSize int64 // rotate past this
 	prealloc    int64 // zero-filled reserve chunk (0: none; see reserve)
 	noSync      bool
+	salt        journalSalt // of batch-header CRCs (journal_format.go)
 }
 
 // journalStats are cumulative counters, read with atomic loads.
@@ -385,7 +386,7 @@ func (j *journal) write(buf []byte, recs int, ops []*op) (Pos, error) {
 		}
 	}
 	j.seq++
-	putBatchHeader(buf, j.seq, recs, len(buf)-batchHeaderSize, j.fileID)
+	putBatchHeader(buf, j.seq, recs, len(buf)-batchHeaderSize, j.fileID, j.cfg.salt)
 	if j.res != nil {
 		j.res.claim(j.off + int64(len(buf)))
 	}

@@ -24,7 +24,9 @@ import (
 //	batch header u32 magic "SBAT", u64 sequence, u32 record count,
 //	             u32 bytes of records after this header, u64 file id
 //	             (the file id is new in version 2; version 1 files,
-//	             still read, have 20-byte batch-header bodies)
+//	             still read, have 20-byte batch-header bodies). From
+//	             version 3 its CRC starts from the journal's salt (see
+//	             journalSalt) instead of 0.
 //	add          the stored entry (see entry_format.go)
 //	master key   i64 ledger, key bytes
 //	fence        i64 ledger, key bytes
@@ -33,7 +35,12 @@ import (
 // Replay applies a batch only once all of it has been read and checked,
 // so a torn batch is never half-applied. The file id in each batch header
 // tells this file's batches from those a recycled file still holds from
-// its previous life (see journal.recycle): those are never data.
+// its previous life (see journal.recycle): those are never data. The salt
+// tells batch headers the journal wrote from bytes that only look like
+// one: an entry's payload is a client's bytes, and one carrying a
+// well-formed batch header of a future file id could otherwise be taken,
+// once its file is recycled, for a batch of that file (replaying whatever
+// records follow it, or refusing to open as "valid batch after damage").
 const (
 	recHeaderSize     = 9
 	fileHeaderBody    = 16
@@ -44,7 +51,7 @@ const (
 
 	journalMagic   = 0x534a4e4c // "SJNL"
 	batchMagic     = 0x53424154 // "SBAT"
-	journalVersion = 2
+	journalVersion = 3
 
 	// maxBatchBytes bounds a batch's declared length when scanning; a
 	// larger one is damage, not data.
@@ -99,9 +106,28 @@ func encodeFileHeader(fileID uint64) []byte {
 	return appendRecord(nil, recFileHeader, recordCRC(recFileHeader, body), body)
 }
 
+// journalSalt is the initial value of batch-header CRCs in version 3
+// journal files: derived from the data directory's random owner id
+// (journal_owner.go), which never leaves the bookie, so bytes a client
+// wrote cannot carry a batch header that checks.
+type journalSalt uint32
+
+// saltOf derives the salt from an owner id.
+func saltOf(owner []byte) journalSalt { return journalSalt(crc32.Checksum(owner, castagnoli)) }
+
+// batchHeaderCRC is the CRC of a batch-header record with body in a
+// journal file of the given version.
+func batchHeaderCRC(body []byte, version uint32, salt journalSalt) uint32 {
+	if version < 3 {
+		return recordCRC(recBatch, body)
+	}
+	c := crc32.Update(uint32(salt), castagnoli, []byte{byte(recBatch)})
+	return crc32.Update(c, castagnoli, body)
+}
+
 // putBatchHeader fills dst[:batchHeaderSize] with a batch header of
-// journal file fileID.
-func putBatchHeader(dst []byte, seq uint64, count, length int, fileID uint64) {
+// journal file fileID (current version, salted).
+func putBatchHeader(dst []byte, seq uint64, count, length int, fileID uint64, salt journalSalt) {
 	body := dst[recHeaderSize:batchHeaderSize]
 	binary.BigEndian.PutUint32(body[0:], batchMagic)
 	binary.BigEndian.PutUint64(body[4:], seq)
@@ -109,7 +135,7 @@ func putBatchHeader(dst []byte, seq uint64, count, length int, fileID uint64) {
 	binary.BigEndian.PutUint32(body[16:], uint32(length))
 	binary.BigEndian.PutUint64(body[20:], fileID)
 	binary.BigEndian.PutUint32(dst[0:], batchHeaderBody)
-	binary.BigEndian.PutUint32(dst[4:], recordCRC(recBatch, body))
+	binary.BigEndian.PutUint32(dst[4:], batchHeaderCRC(body, journalVersion, salt))
 	dst[8] = byte(recBatch)
 }
 
@@ -178,13 +204,20 @@ func batchHeaderLen(version uint32) int {
 }
 
 // parseBatchHeader decodes a batch header record, in the format of the
-// given journal version, at the start of b.
-func parseBatchHeader(b []byte, version uint32) (batchHeader, error) {
-	r, _, err := parseRecord(b)
-	if err != nil {
-		return batchHeader{}, err
+// given journal version (salted from version 3), at the start of b.
+func parseBatchHeader(b []byte, version uint32, salt journalSalt) (batchHeader, error) {
+	n := batchHeaderLen(version)
+	if len(b) < n {
+		return batchHeader{}, errShort
 	}
-	if r.typ != recBatch || len(r.body) != batchHeaderLen(version)-recHeaderSize || binary.BigEndian.Uint32(r.body) != batchMagic {
+	if binary.BigEndian.Uint32(b[0:]) != uint32(n-recHeaderSize) || recType(b[8]) != recBatch {
+		return batchHeader{}, fmt.Errorf("%w: not a batch header", errBadRec)
+	}
+	r := record{typ: recBatch, body: b[recHeaderSize:n]}
+	if batchHeaderCRC(r.body, version, salt) != binary.BigEndian.Uint32(b[4:]) {
+		return batchHeader{}, errBadCRC
+	}
+	if binary.BigEndian.Uint32(r.body) != batchMagic {
 		return batchHeader{}, fmt.Errorf("%w: not a batch header", errBadRec)
 	}
 	h := batchHeader{

@@ -130,13 +130,15 @@ func (e *Engine) checkJournalOwner() error {
 		if err := e.writeOwnerFile(path, id); err != nil {
 			return err
 		}
-		return e.ix.db.Set(ownerKey, id, e.ix.write)
+		err = e.ix.db.Set(ownerKey, id, e.ix.write)
 	case ownerAdoptIndex:
-		return e.writeOwnerFile(path, id)
+		err = e.writeOwnerFile(path, id)
 	case ownerAdoptFile:
-		return e.ix.db.Set(ownerKey, s.file, e.ix.write)
+		id = s.file
+		err = e.ix.db.Set(ownerKey, id, e.ix.write)
 	}
-	return nil
+	e.salt = saltOf(id)
+	return err
 }
 
 // readSmallFile returns the contents of a file of at most 1 KiB, or nil

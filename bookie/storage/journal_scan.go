@@ -50,7 +50,7 @@ type scanResult struct {
 // Corruption is returned wrapping ErrCorrupt; so is a file header naming
 // another file id, or a start past a damaged file header. A version this
 // code does not know is an error too.
-func scanJournal(r io.ReaderAt, size int64, fileID uint64, start int64, isLast bool,
+func scanJournal(r io.ReaderAt, size int64, fileID uint64, start int64, isLast bool, salt journalSalt,
 	apply func(recs []record, end int64) error) (scanResult, error) {
 	res := scanResult{end: start}
 	version := uint32(journalVersion)
@@ -64,7 +64,7 @@ func scanJournal(r io.ReaderAt, size int64, fileID uint64, start int64, isLast b
 			res.end, res.zeroTail = at, true
 			return res, nil
 		}
-		p, ok, other, err := findBatchHeader(r, at, size, version, fileID)
+		p, ok, other, err := findBatchHeader(r, at, size, version, fileID, salt)
 		if err != nil {
 			return res, err
 		} else if ok {
@@ -85,8 +85,8 @@ func scanJournal(r io.ReaderAt, size int64, fileID uint64, start int64, isLast b
 	case err != nil:
 		res.end = 0
 		return damaged(0, err)
-	case h.version != 1 && h.version != journalVersion:
-		return res, fmt.Errorf("storage: journal file %016x has version %d, this build reads 1 and %d", fileID, h.version, journalVersion)
+	case h.version < 1 || h.version > journalVersion:
+		return res, fmt.Errorf("storage: journal file %016x has version %d, this build reads 1 to %d", fileID, h.version, journalVersion)
 	case h.fileID != fileID:
 		return res, fmt.Errorf("%w: journal file %016x says it is file %016x", ErrCorrupt, fileID, h.fileID)
 	}
@@ -102,7 +102,7 @@ func scanJournal(r io.ReaderAt, size int64, fileID uint64, start int64, isLast b
 		if _, err := readFull(r, hdr[:n], off); err != nil {
 			return res, err
 		}
-		bh, err := parseBatchHeader(hdr[:n], version)
+		bh, err := parseBatchHeader(hdr[:n], version, salt)
 		if err != nil {
 			return damaged(off, err)
 		}
@@ -172,7 +172,7 @@ func readFull(r io.ReaderAt, b []byte, off int64) (int, error) {
 // files (a recycled file's old data) from from on. It finds the magic in a header's body and checks the
 // record around it (length, type, CRC). Windows of chunk bytes overlap by
 // a header, so every start position is checked in exactly one window.
-func findBatchHeader(r io.ReaderAt, from, size int64, version uint32, fileID uint64) (at int64, found, other bool, err error) {
+func findBatchHeader(r io.ReaderAt, from, size int64, version uint32, fileID uint64, salt journalSalt) (at int64, found, other bool, err error) {
 	const chunk = 1 << 20
 	var magic [4]byte
 	binary.BigEndian.PutUint32(magic[:], batchMagic)
@@ -193,7 +193,7 @@ func findBatchHeader(r io.ReaderAt, from, size int64, version uint32, fileID uin
 			if s < 0 || s >= chunk || s+hdrLen > len(b) {
 				continue
 			}
-			h, err := parseBatchHeader(b[s:s+hdrLen], version)
+			h, err := parseBatchHeader(b[s:s+hdrLen], version, salt)
 			switch {
 			case err != nil:
 			case version > 1 && h.fileID != fileID:

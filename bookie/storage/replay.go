@@ -79,7 +79,7 @@ func (e *Engine) replayFile(id uint64, start int64, isLast bool, a *applier, seq
 		return scanResult{}, fmt.Errorf("%w: checkpoint offset %d is past the end of journal file %016x (%d bytes)",
 			ErrCorrupt, start, id, st.Size())
 	}
-	res, err := scanJournal(f, st.Size(), id, start, isLast, func(recs []record, end int64) error {
+	res, err := scanJournal(f, st.Size(), id, start, isLast, e.salt, func(recs []record, end int64) error {
 		for _, r := range recs {
 			if err := a.replay(r); err != nil {
 				return fmt.Errorf("bookie: replay journal file %016x: %w", id, err)
