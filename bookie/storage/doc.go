@@ -21,8 +21,8 @@
 //     the new batches: replay tells new batches by the file id in their
 //     header and, from journal version 3, by a CRC salted with the data
 //     directory's secret owner id, so that an entry's payload (a client's
-//     bytes) cannot pass for a batch. Builds before version 3 cannot read
-//     version 3 journals: downgrade only after a clean stop.
+//     bytes) cannot pass for a batch. Builds before version 3 refuse
+//     version 3 journal files (naming the version): no downgrade.
 //   - the write cache (cache.go): acked entries, readable at once, until a
 //     flush moves them to an entry log.
 //   - logs/ — entry logs (entrylog.go): each flush writes the cache sorted
