@@ -164,7 +164,7 @@ func startJournal(cfg journalConfig, fileID, seq uint64, onDurable func([]*op, P
 	}
 	j.f, j.fileID, j.off = f, fileID, fileHeaderSize
 	if cfg.prealloc > 0 && !cfg.noSync {
-		j.res = startReserve(f, size, cfg.prealloc, cfg.maxFileSize, cfg.log, &j.stats.zeroed)
+		j.res = startReserve(cfg.fs, j.path(fileID), size, cfg.prealloc, cfg.maxFileSize, cfg.log, &j.stats.zeroed)
 	}
 	ackerDone := make(chan struct{})
 	go j.runAcker(ackerDone)
@@ -425,7 +425,7 @@ func (j *journal) rollback(cause error) {
 	}
 	var err error
 	if j.res != nil {
-		j.res.exclusive(func() (vfs.File, int64) { err = truncate(); return j.f, j.off })
+		j.res.exclusive(func() (string, int64) { err = truncate(); return j.path(j.fileID), j.off })
 	} else {
 		err = truncate()
 	}
@@ -444,15 +444,15 @@ func (j *journal) rotate() error {
 	old, oldOff := j.f, j.off
 	var f vfs.File
 	var err error
-	next := func() (vfs.File, int64) {
+	next := func() (string, int64) {
 		if err = j.cut(old, oldOff); err != nil {
-			return old, oldOff
+			return j.path(j.fileID), oldOff
 		}
 		var size int64
 		if f, size, err = j.createFile(j.fileID + 1); err != nil {
-			return old, oldOff
+			return j.path(j.fileID), oldOff
 		}
-		return f, size
+		return j.path(j.fileID + 1), size
 	}
 	if j.res != nil {
 		j.res.exclusive(next)

@@ -33,13 +33,21 @@ type reserve struct {
 	log          *slog.Logger
 	zeroed       *atomic.Int64 // if set, counts the bytes filled
 
-	mu     sync.Mutex
-	cond   sync.Cond // broadcast when ready, busy, want or closed change
-	f      vfs.File  // the file being filled
-	ready  int64     // [0, ready) of f: the writer's, durable zeros, or a recycled file's old data
-	want   int64     // end of the writer's last write (claim)
-	busy   bool      // a fill of f is in progress, outside mu
-	failed bool      // a fill failed: no more fills; the writer appends
+	fs vfs.FS
+
+	mu   sync.Mutex
+	cond sync.Cond // broadcast when ready, busy, want or closed change
+	// path is the file being filled; own is the filler's handle of it, a
+	// handle of its own and not the writer's, so that an fsync error
+	// (Linux reports a writeback error once per open file) reaches the
+	// writer's fdatasync too, never only the filler's, which would then
+	// leave the writer to ack a batch that is not durable.
+	path   string
+	own    vfs.File
+	ready  int64 // [0, ready) of f: the writer's, durable zeros, or a recycled file's old data
+	want   int64 // end of the writer's last write (claim)
+	busy   bool  // a fill of f is in progress, outside mu
+	failed bool  // a fill failed: no more fills; the writer appends
 	closed bool
 	done   chan struct{} // closed when the filler exits
 }
@@ -47,14 +55,35 @@ type reserve struct {
 // zeros is the source of the filler's writes.
 var zeros = make([]byte, 256<<10)
 
-// startReserve starts filling f from off (the end of its header, or of a
-// recycled file's old data) in chunks of chunk bytes, never past limit
-// bytes, adding the bytes filled to zeroed (if not nil).
-func startReserve(f vfs.File, off, chunk, limit int64, log *slog.Logger, zeroed *atomic.Int64) *reserve {
-	r := &reserve{chunk: chunk, limit: limit, log: log, zeroed: zeroed, f: f, ready: off, want: off, done: make(chan struct{})}
+// startReserve starts filling file path of fsys from off (the end of its
+// header, or of a recycled file's old data) in chunks of chunk bytes,
+// never past limit bytes, adding the bytes filled to zeroed (if not nil).
+func startReserve(fsys vfs.FS, path string, off, chunk, limit int64, log *slog.Logger, zeroed *atomic.Int64) *reserve {
+	r := &reserve{fs: fsys, chunk: chunk, limit: limit, log: log, zeroed: zeroed, ready: off, want: off, done: make(chan struct{})}
 	r.cond.L = &r.mu
+	r.reopen(path)
 	go r.fill()
 	return r
+}
+
+// reopen gives the filler its own handle of path (mu held, no fill in
+// progress); without one the reserve stops and the writer appends.
+func (r *reserve) reopen(path string) {
+	if r.own != nil {
+		r.own.Close()
+		r.own = nil
+	}
+	r.path = path
+	if r.failed {
+		return
+	}
+	own, err := r.fs.OpenReadWrite(path)
+	if err != nil {
+		r.failed = true
+		r.log.Warn("journal: cannot open the file to zero-fill ahead; batches are appended", "file", path, "err", err)
+		return
+	}
+	r.own = own
 }
 
 // fill is the filler goroutine.
@@ -69,7 +98,7 @@ func (r *reserve) fill() {
 		if r.closed || r.failed {
 			return
 		}
-		f, from := r.f, r.ready
+		f, from := r.own, r.ready
 		n := min(r.chunk, r.limit-from)
 		r.busy = true
 		r.mu.Unlock()
@@ -132,24 +161,32 @@ func (r *reserve) claim(end int64) (inReserve bool) {
 }
 
 // exclusive runs fn, which may truncate or replace the file, while no fill
-// is in progress; fn returns the file to fill from then on and the end of
-// the writer's data in it.
-func (r *reserve) exclusive(fn func() (vfs.File, int64)) {
+// is in progress; fn returns the path of the file to fill from then on and
+// the end of the writer's data in it.
+func (r *reserve) exclusive(fn func() (string, int64)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for r.busy {
 		r.cond.Wait()
 	}
-	r.f, r.ready = fn()
+	var path string
+	path, r.ready = fn()
+	if path != r.path {
+		r.reopen(path)
+	}
 	r.want = r.ready
 	r.cond.Broadcast()
 }
 
-// stop ends the filler and waits for it.
+// stop ends the filler, waits for it and closes its handle.
 func (r *reserve) stop() {
 	r.mu.Lock()
 	r.closed = true
 	r.cond.Broadcast()
 	r.mu.Unlock()
 	<-r.done
+	if r.own != nil {
+		r.own.Close()
+		r.own = nil
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -234,5 +235,54 @@ func TestShortJournalFilesAreNotKept(t *testing.T) {
 	}
 	for i := int64(0); i < 6; i++ {
 		checkEntry(t, e, 1, i)
+	}
+}
+
+// TestFillerOpensItsOwnHandle: the zero-filler writes and syncs through a
+// handle of its own on each journal file (opened when the file becomes
+// current), never the writer's: Linux reports a writeback error once per
+// open file, so a shared handle could let the filler's fsync take the
+// error of the writer's batch and the writer ack it. Without that handle
+// (its open fails) the journal appends and acks as before.
+func TestFillerOpensItsOwnHandle(t *testing.T) {
+	for _, openFails := range []bool{false, true} {
+		t.Run(map[bool]string{false: "opened", true: "open fails"}[openFails], func(t *testing.T) {
+			var mu sync.Mutex
+			opened := map[string]int{}
+			efs := vfs.NewErrorFS(vfs.NewMem(), vfs.InjectorFunc(func(op vfs.Op) error {
+				if op.Kind != vfs.OpOpen || !strings.HasSuffix(op.Path, journalExt) {
+					return nil
+				}
+				mu.Lock()
+				opened[filepath.Base(op.Path)]++
+				mu.Unlock()
+				if openFails {
+					return errors.New("open: EMFILE")
+				}
+				return nil
+			}))
+			cfg := testConfig(efs)
+			cfg.JournalMaxFileSize = 64 << 10
+			e := open(t, cfg)
+			for i := int64(0); i < 100; i++ { // ~100 KiB: at least one rotation
+				mustAdd(t, e, AddRequest{LedgerID: 1, EntryID: i, LAC: i - 1, MasterKey: key(1), Payload: bytes.Repeat([]byte{'x'}, 1000)})
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			ids := []uint64{1, 2}
+			if openFails {
+				ids = ids[:1] // then the reserve stops: the writer appends
+			}
+			for _, id := range ids {
+				if opened[idFileName(id, journalExt)] == 0 {
+					t.Errorf("journal file %d was never opened by the filler (opens: %v)", id, opened)
+				}
+			}
+			for i := int64(0); i < 100; i++ {
+				if _, err := e.Read(1, i); err != nil {
+					t.Fatalf("entry %d: %v", i, err)
+				}
+			}
+		})
 	}
 }
