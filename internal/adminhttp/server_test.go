@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"sync/atomic"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"go.uber.org/goleak"

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stratamesh/strata/internal/meshfile"
+	"github.com/stratamesh/strata/internal/nodedir"
 	"github.com/stratamesh/strata/topology"
 )
 
@@ -93,7 +94,28 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	fmt.Fprintln(r.out, "strata up: stopped; data kept in", cfg.DataDir)
+	if left := handStarted(cfg); len(left) > 0 {
+		fmt.Fprintf(r.out, "strata up: still running, started by hand (yours to stop): %s\n", strings.Join(left, ", "))
+	}
 	return nil
+}
+
+// handStarted lists the mesh's nodes whose directory a process still
+// holds once up has stopped its own: nodes an operator started by hand.
+func handStarted(cfg Config) []string {
+	if cfg.Mesh == nil {
+		return nil
+	}
+	var out []string
+	for i := range cfg.Mesh.Regions {
+		r := &cfg.Mesh.Regions[i]
+		for _, n := range r.Nodes {
+			if errors.Is(nodedir.CheckNotInUse(nodedir.Dir(cfg.DataDir, r.Name, n)), nodedir.ErrInUse) {
+				out = append(out, r.Name+"/"+n.ID)
+			}
+		}
+	}
+	return out
 }
 
 // startAll starts the nodes in order: meta nodes (parallel), then the first

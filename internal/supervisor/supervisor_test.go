@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -413,5 +414,26 @@ func TestShellCommand(t *testing.T) {
 	want := `/usr/bin/strata node --data-dir '/tmp/my data' --join 127.0.0.1:7946 'it'\''s' ''`
 	if got != want {
 		t.Fatalf("shellCommand = %s\nwant %s", got, want)
+	}
+}
+
+// TestHandStarted: after up has stopped its nodes, the nodes whose
+// directory a process still holds (started by hand) are named.
+func TestHandStarted(t *testing.T) {
+	dataDir := t.TempDir()
+	mesh := &topology.Mesh{Name: "m", Regions: []topology.Region{{Name: "r", Nodes: []topology.Node{
+		{ID: "meta", Role: topology.RoleMeta}, {ID: "b1", Role: topology.RoleBroker}, {ID: "k1", Role: topology.RoleBookie},
+	}}}}
+	cfg := Config{Mesh: mesh, DataDir: dataDir}
+	if got := handStarted(cfg); len(got) != 0 {
+		t.Fatalf("nothing running: %v", got)
+	}
+	held, err := nodedir.Lock(nodedir.Dir(dataDir, "r", mesh.Regions[0].Nodes[2]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if got := handStarted(cfg); !slices.Equal(got, []string{"r/k1"}) {
+		t.Fatalf("handStarted = %v, want [r/k1]", got)
 	}
 }
