@@ -19,6 +19,15 @@ const (
 	MaxAddBatchBytes = 4 << 20
 )
 
+// maxDecodedEntries bounds the entries of an AddRequest the server
+// decodes at all: one with more is a protocol error that ends the stream
+// (gRPC Internal, naming the count) before anything is allocated for its
+// entries. An empty entry takes 2 bytes on the wire and several hundred
+// in memory once decoded, so without it an 8 MiB request cost over a
+// GiB; up to this bound each entry past MaxAddBatch still gets its
+// CODE_INVALID.
+const maxDecodedEntries = 4 * MaxAddBatch
+
 // maxResultsPerResponse bounds the results of one AddResponse; more wait
 // for the next one.
 const maxResultsPerResponse = 4096

@@ -162,15 +162,19 @@ const (
 )
 
 // decode decodes an AddRequest from b as proto.Unmarshal would, except
-// that unknown fields are dropped, and places each entry's payload in a
-// record buffer (recs). b is not retained. Entries of a request that carry
-// the same master key share one copy of it.
+// that unknown fields are dropped and a request of more than
+// maxDecodedEntries entries is an error, and places each entry's payload
+// in a record buffer (recs). b is not retained. Entries of a request that
+// carry the same master key share one copy of it.
 func (in *addRequestIn) decode(b []byte) error {
 	in.AddRequest = bookiepb.AddRequest{}
 	in.recs = nil
 	n, err := countEntries(b)
 	if err != nil {
 		return err
+	}
+	if n > maxDecodedEntries {
+		return fmt.Errorf("bookie codec: AddRequest has %d entries (at most %d per request)", n, MaxAddBatch)
 	}
 	var entries []bookiepb.AddEntry
 	if n > 0 {

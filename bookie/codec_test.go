@@ -2,6 +2,7 @@ package bookie
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/mem"
@@ -63,6 +64,12 @@ func FuzzAddRequestDecode(f *testing.F) {
 		errP := proto.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(data, &want)
 		var got addRequestIn
 		errF := got.decode(data)
+		if errP == nil && len(want.Entries) > maxDecodedEntries {
+			if errF == nil {
+				t.Fatalf("decoded a request of %d entries (at most %d)", len(want.Entries), maxDecodedEntries)
+			}
+			return
+		}
 		if (errP == nil) != (errF == nil) {
 			t.Fatalf("proto.Unmarshal: %v; decode: %v", errP, errF)
 		}
@@ -98,7 +105,7 @@ func FuzzAddRequestDecode(f *testing.F) {
 // codec and with proto.Unmarshal, and AddRequests into addRequestIn too.
 func TestCodecRoundTrip(t *testing.T) {
 	c := codec{}
-	for _, n := range []int{1, 100, 5000} {
+	for _, n := range []int{1, 100, maxDecodedEntries} {
 		req := &bookiepb.AddRequest{Instance: "inst"}
 		for i := range n {
 			req.Entries = append(req.Entries, &bookiepb.AddEntry{Tag: uint64(i), LedgerId: 7, EntryId: int64(i),
@@ -125,6 +132,36 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 	if _, err := c.Marshal(42); err == nil {
 		t.Fatal("marshalled an int")
+	}
+}
+
+// TestDecodeRefusesTooManyEntries: a request of more than
+// maxDecodedEntries entries is refused before anything is allocated for
+// them (a request of empty entries, 2 bytes each on the wire, cost ~170×
+// its size in memory); up to the bound it decodes (each entry past
+// MaxAddBatch then gets CODE_INVALID).
+func TestDecodeRefusesTooManyEntries(t *testing.T) {
+	msg := protowire.AppendTag(nil, fieldAddInstance, protowire.BytesType)
+	msg = protowire.AppendString(msg, "inst")
+	for len(msg) < 1<<20 {
+		msg = append(msg, 0x4a, 0x00) // entries (9), length 0
+	}
+	var in addRequestIn
+	allocs := testing.AllocsPerRun(1, func() {
+		if err := in.decode(msg); err == nil || !strings.Contains(err.Error(), "entries (at most 1024 per request)") {
+			t.Fatalf("decode of ~512Ki entries: %v", err)
+		}
+	})
+	if allocs > 10 {
+		t.Fatalf("refusing it took %.0f allocations", allocs)
+	}
+	ok := protowire.AppendTag(nil, fieldAddInstance, protowire.BytesType)
+	ok = protowire.AppendString(ok, "inst")
+	for range maxDecodedEntries {
+		ok = append(ok, 0x4a, 0x00)
+	}
+	if err := in.decode(ok); err != nil || len(in.Entries) != maxDecodedEntries {
+		t.Fatalf("decode of %d entries: %d, %v", maxDecodedEntries, len(in.Entries), err)
 	}
 }
 

@@ -61,7 +61,8 @@
 // one AddResponse (OK results as a packed list of tags, others one by
 // one with their code). Batches are bounded (AddStream: 256 entries or
 // 1 MiB; the server refuses requests beyond MaxAddBatch entries or
-// MaxAddBatchBytes of payload with CODE_INVALID per entry), and outcomes
+// MaxAddBatchBytes of payload with CODE_INVALID per entry, and ends the
+// stream on one beyond 4 × MaxAddBatch entries), and outcomes
 // stay per entry: one refused entry does not affect the others of its
 // request.
 //

@@ -8,9 +8,11 @@ import (
 )
 
 // entryEnvelope is what a range read counts for each entry on top of its
-// payload, so that a range of tiny or empty entries stays within the
-// message size too.
-const entryEnvelope = 32
+// payload: the Entry message's framing (up to 3 bytes), ledger and entry
+// ids and LAC (up to 10 bytes each as varints; a LAC of -1 takes 10), the
+// payload's tag and length (up to 4) and a margin. Counting less let a
+// range of entries with large ids overflow MaxMessageSize.
+const entryEnvelope = 48
 
 // Read implements bookiepb.BookieServer.
 func (s *Server) Read(ctx context.Context, req *bookiepb.ReadRequest) (*bookiepb.ReadResponse, error) {
