@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -389,6 +390,7 @@ func TestFailoverSubscriptionPinnedClientKilled(t *testing.T) {
 		sgot []standbyDelivery
 	)
 	arrived := make(chan struct{}, 1<<12)
+	var ackSyncsDone atomic.Int64 // the standby's AckSyncs answered (or failed)
 	cc, err := scons.Consume(func(m jetstream.Msg) {
 		md, err := m.Metadata()
 		if err != nil {
@@ -403,6 +405,7 @@ func TestFailoverSubscriptionPinnedClientKilled(t *testing.T) {
 			t.Errorf("standby AckSync of seq %d: %v", md.Sequence.Stream, err)
 		}
 		acancel()
+		ackSyncsDone.Add(1)
 		arrived <- struct{}{}
 	}, jetstream.PullPriorityGroup(group), jetstream.PullExpiry(time.Second),
 		jetstream.ConsumeErrHandler(func(jetstream.ConsumeContext, error) {}))
@@ -520,6 +523,12 @@ func TestFailoverSubscriptionPinnedClientKilled(t *testing.T) {
 	if p := pinOf(ci); p != newPin {
 		t.Errorf("CONSUMER.INFO pinned_client_id %q, want the standby's %q", p, newPin)
 	}
+	// The broker applies an AckSync before its answer reaches the client:
+	// let the standby's last ones return before the test closes its
+	// connection (they failed with "connection closed" otherwise).
+	testutil.Eventually(t, "the standby's AckSyncs answered", 30*time.Second, func() bool {
+		return ackSyncsDone.Load() == int64(len(standby()))
+	})
 }
 
 // ksEvent is one line of a key_shared puller's log.
