@@ -29,32 +29,8 @@ func TestBookieRefusesASecondProcess(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := bookie.Dial(ctx, k1.report.GRPC, bookie.DialOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	instance := c.Instance()
-	stream, err := c.NewAddStream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const ledger, n = 7, 2000
-	key := []byte("master-key")
-	payload := func(e int64) []byte { return []byte(fmt.Sprintf("entry-%08d", e)) }
-	acked := make(chan error, n)
-	for e := range int64(n) {
-		if err := stream.Send(storage.AddRequest{LedgerID: ledger, EntryID: e, LAC: e - 1, MasterKey: key, Payload: payload(e)},
-			func(err error) { acked <- err }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for range n {
-		if err := <-acked; err != nil {
-			t.Fatal(err)
-		}
-	}
-	_ = stream.Close(ctx)
-	c.Close()
+	instance := addAcked(ctx, t, k1.report.GRPC, ledger, n)
 
 	// The second process for the same bookie and data directory.
 	sctx, scancel := context.WithTimeout(ctx, time.Minute)
@@ -70,18 +46,57 @@ func TestBookieRefusesASecondProcess(t *testing.T) {
 	// The live bookie was not disturbed: crash it, restart, read all.
 	k1.kill()
 	k1b := startNodeProcess(t, filepath.Join(dir, "k1.log"), bookieArgs...)
-	c2, err := bookie.Dial(ctx, k1b.report.GRPC, bookie.DialOptions{Instance: instance})
+	readAcked(ctx, t, k1b.report.GRPC, instance, ledger, n, "after the second process and a restart")
+}
+
+// lockedPayload is entry e's payload in these tests.
+func lockedPayload(e int64) []byte { return []byte(fmt.Sprintf("entry-%08d", e)) }
+
+// addAcked adds entries 0..n-1 of ledger to the bookie at addr over one
+// Add stream, waits until every one is acknowledged, and returns the
+// bookie's instance.
+func addAcked(ctx context.Context, t *testing.T, addr string, ledger int64, n int) string {
+	t.Helper()
+	c, err := bookie.Dial(ctx, addr, bookie.DialOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c2.Close()
+	defer c.Close()
+	stream, err := c.NewAddStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acked := make(chan error, n)
 	for e := range int64(n) {
-		got, err := c2.Read(ctx, ledger, e)
-		if err != nil {
-			t.Fatalf("acked entry %d lost after the second process and a restart: %v", e, err)
+		req := storage.AddRequest{LedgerID: ledger, EntryID: e, LAC: e - 1, MasterKey: []byte("master-key"), Payload: lockedPayload(e)}
+		if err := stream.Send(req, func(err error) { acked <- err }); err != nil {
+			t.Fatal(err)
 		}
-		if !bytes.Equal(got.Payload, payload(e)) {
-			t.Fatalf("entry %d read back wrong: %q", e, got.Payload)
+	}
+	for range n {
+		if err := <-acked; err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = stream.Close(ctx)
+	return c.Instance()
+}
+
+// readAcked reads entries 0..n-1 of ledger back from instance at addr.
+func readAcked(ctx context.Context, t *testing.T, addr, instance string, ledger int64, n int, when string) {
+	t.Helper()
+	c, err := bookie.Dial(ctx, addr, bookie.DialOptions{Instance: instance})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for e := range int64(n) {
+		got, err := c.Read(ctx, ledger, e)
+		if err != nil {
+			t.Fatalf("acked entry %d %s: %v", e, when, err)
+		}
+		if !bytes.Equal(got.Payload, lockedPayload(e)) {
+			t.Fatalf("entry %d read back wrong %s: %q", e, when, got.Payload)
 		}
 	}
 }
@@ -97,32 +112,8 @@ func TestBookieRefusesDataWithoutItsCookie(t *testing.T) {
 	k1, bookieArgs := startSoloBookie(t, dir, topo)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := bookie.Dial(ctx, k1.report.GRPC, bookie.DialOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	instance := c.Instance()
-	stream, err := c.NewAddStream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const ledger, n = 9, 200
-	key := []byte("master-key")
-	payload := func(e int64) []byte { return []byte(fmt.Sprintf("entry-%08d", e)) }
-	acked := make(chan error, n)
-	for e := range int64(n) {
-		if err := stream.Send(storage.AddRequest{LedgerID: ledger, EntryID: e, LAC: e - 1, MasterKey: key, Payload: payload(e)},
-			func(err error) { acked <- err }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for range n {
-		if err := <-acked; err != nil {
-			t.Fatal(err)
-		}
-	}
-	_ = stream.Close(ctx)
-	c.Close()
+	instance := addAcked(ctx, t, k1.report.GRPC, ledger, n)
 	k1.kill()
 
 	cookies, err := filepath.Glob(filepath.Join(dir, "data", "*", "k1", bookie.CookieFile))
@@ -147,18 +138,5 @@ func TestBookieRefusesDataWithoutItsCookie(t *testing.T) {
 		t.Fatal(err)
 	}
 	k1b := startNodeProcess(t, filepath.Join(dir, "k1.log"), bookieArgs...)
-	c2, err := bookie.Dial(ctx, k1b.report.GRPC, bookie.DialOptions{Instance: instance})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	for e := range int64(n) {
-		got, err := c2.Read(ctx, ledger, e)
-		if err != nil {
-			t.Fatalf("entry %d after the cookie was put back: %v", e, err)
-		}
-		if !bytes.Equal(got.Payload, payload(e)) {
-			t.Fatalf("entry %d read back wrong: %q", e, got.Payload)
-		}
-	}
+	readAcked(ctx, t, k1b.report.GRPC, instance, ledger, n, "after the cookie was put back")
 }

@@ -421,31 +421,14 @@ func (d *deadBookies) revive(ids ...string) {
 // publish stall). ReplaceTimeout below the quarantine makes the old
 // behaviour fail the append.
 func TestNewInstanceOfAFailedBookieIsPlaced(t *testing.T) {
-	e := newEnv(t, 3)
-	ctx := testCtx(t)
-	dead := newDeadBookies()
-	ft := &faultTransport{}
-	ft.setHook(dead.hook)
-	p := &orderedPlacement{dead: dead}
-	c := e.client(func(c *Config) {
-		c.Transport, c.Placement = ft, p.place
+	e, w, p := quarantineSetup(t, 3, func(c *Config) {
 		c.ReplaceTimeout, c.BookieQuarantine = 5*time.Second, time.Minute
 	})
-	w, err := c.Create(ctx, CreateOptions{Ensemble: 2, WriteQuorum: 2, AckQuorum: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ens := w.Metadata().Segments[0].Ensemble; !slices.Equal(ens, []core.BookieID{"k1", "k2"}) {
-		t.Fatalf("created on %v", ens)
-	}
-	for i := range int64(5) {
-		if _, err := w.Append(ctx, payload(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctx := testCtx(t)
+	dead := p.dead
 	oldInstance := e.bookie("k1").b.Instance()
 	dead.kill("k1")
-	if _, err := w.Append(ctx, payload(5)); err != nil {
+	if _, err := w.Append(ctx, payload(10)); err != nil {
 		t.Fatalf("append after k1 failed: %v", err)
 	}
 	if ens := w.Metadata().Segments[len(w.Metadata().Segments)-1].Ensemble; !slices.Equal(ens, []core.BookieID{"k3", "k2"}) {
@@ -458,7 +441,7 @@ func TestNewInstanceOfAFailedBookieIsPlaced(t *testing.T) {
 	}
 	dead.revive("k1")
 	dead.kill("k3")
-	if _, err := w.Append(ctx, payload(6)); err != nil {
+	if _, err := w.Append(ctx, payload(11)); err != nil {
 		t.Fatalf("append after k3 failed, with k1's new instance registered: %v", err)
 	}
 	md, err := w.Close(ctx)

@@ -137,24 +137,17 @@ func (s *recSim) run(r *core.Recovery, stopAfterCommits int) *core.Metadata {
 // takes "last segment's FirstEntry − 1" as confirmed (floorLAC / adopt)
 // and may return those entries; the next recovery, deciding on the
 // fenced segment, closes the ledger below them.
-// TestReaderFloorOfARecoveringLedger: a recovery that changed the
-// ensemble twice (segments from entries 1 and 2 for its rewrites) and died
-// leaves an IN_RECOVERY record; a reader must not take the entry before
-// its last segment as confirmed, because a later recovery, deciding on the
-// fenced segment with other bookies unreachable, may close below it. (The
-// floor was the last segment's first entry − 1: 1 here, with the ledger
-// then closed at 0.)
-func TestReaderFloorOfARecoveringLedger(t *testing.T) {
-	s := newRecSim(t, "k1", "k2", "k3", "k4", "k5", "k6", "k7")
+// crashedWriter writes, E=Qw=3 Qa=2 on k1..k3, entry 0 to k1 and k2
+// (acknowledged: LAC 0) and then tail more entries to k1 only (never
+// acknowledged), as a writer that crashed there leaves them. It returns
+// the ledger's metadata as created and the writer.
+func (s *recSim) crashedWriter(tail int) (core.Metadata, *core.Writer) {
 	md := core.Metadata{LedgerID: 1, EnsembleSize: 3, WriteQuorum: 3, AckQuorum: 2, State: core.StateOpen,
 		LastEntryID: core.NoEntry, DigestType: DigestCRC32C, MasterKey: []byte("k"),
 		Segments: []core.Segment{{FirstEntry: 0, Ensemble: []core.BookieID{"k1", "k2", "k3"}}}, Version: 1}
-
-	// The writer: entry 0 acked by k1, k2 (LAC 0); entries 1 and 2 reached
-	// k1 only and were never acknowledged. Then the writer crashed.
 	w, err := core.NewWriter(md)
 	if err != nil {
-		t.Fatal(err)
+		s.t.Fatal(err)
 	}
 	w.Add(10)
 	rd := w.Ready()
@@ -165,8 +158,9 @@ func TestReaderFloorOfARecoveringLedger(t *testing.T) {
 			w.Acked(sd)
 		}
 	}
-	w.Add(10)
-	w.Add(10)
+	for range tail {
+		w.Add(10)
+	}
 	rd = w.Ready()
 	w.Advance(rd)
 	for _, sd := range rd.Sends {
@@ -174,6 +168,21 @@ func TestReaderFloorOfARecoveringLedger(t *testing.T) {
 			s.put(sd.Bookie, sd.Entry, sd.LAC, sd.Length)
 		}
 	}
+	return md, w
+}
+
+// TestReaderFloorOfARecoveringLedger: a recovery that changed the
+// ensemble twice (segments from entries 1 and 2 for its rewrites) and died
+// leaves an IN_RECOVERY record; a reader must not take the entry before
+// its last segment as confirmed, because a later recovery, deciding on the
+// fenced segment with other bookies unreachable, may close below it. (The
+// floor was the last segment's first entry − 1: 1 here, with the ledger
+// then closed at 0.)
+func TestReaderFloorOfARecoveringLedger(t *testing.T) {
+	s := newRecSim(t, "k1", "k2", "k3", "k4", "k5", "k6", "k7")
+	// The writer: entry 0 acked by k1, k2 (LAC 0); entries 1 and 2 reached
+	// k1 only and were never acknowledged. Then the writer crashed.
+	md, w := s.crashedWriter(2)
 	if w.LAC() != 0 {
 		t.Fatalf("writer LAC %d, want 0", w.LAC())
 	}
@@ -241,32 +250,7 @@ func TestReaderFloorOfARecoveringLedger(t *testing.T) {
 // proved, since B's close may win. (They carried A's confirmed point, 1.)
 func TestConcurrentRecoveryPublishesOnlyBase(t *testing.T) {
 	s := newRecSim(t, "k1", "k2", "k3")
-	md := core.Metadata{LedgerID: 1, EnsembleSize: 3, WriteQuorum: 3, AckQuorum: 2, State: core.StateOpen,
-		LastEntryID: core.NoEntry, DigestType: DigestCRC32C, MasterKey: []byte("k"),
-		Segments: []core.Segment{{FirstEntry: 0, Ensemble: []core.BookieID{"k1", "k2", "k3"}}}, Version: 1}
-	w, err := core.NewWriter(md)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Add(10)
-	rd := w.Ready()
-	w.Advance(rd)
-	for _, sd := range rd.Sends {
-		if sd.Bookie != "k3" {
-			s.put(sd.Bookie, sd.Entry, sd.LAC, sd.Length)
-			w.Acked(sd)
-		}
-	}
-	for range 3 {
-		w.Add(10)
-	}
-	rd = w.Ready()
-	w.Advance(rd)
-	for _, sd := range rd.Sends {
-		if sd.Bookie == "k1" {
-			s.put(sd.Bookie, sd.Entry, sd.LAC, sd.Length)
-		}
-	}
+	_, w := s.crashedWriter(3) // entry 0 acknowledged, entries 1..3 on k1 only
 	rmd, err := core.BeginRecovery(w.Metadata())
 	if err != nil {
 		t.Fatal(err)
