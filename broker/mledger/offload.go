@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stratamesh/strata/bookie/ledger"
+	"github.com/stratamesh/strata/internal/meta"
 )
 
 // Offload (ARCHITECTURE §6, Pulsar's tiered storage): the ML copies
@@ -216,7 +217,13 @@ func (m *ML) offloadLedger(id, last, length int64) {
 	if err == nil {
 		info := &OffloadInfo{Base: base, Bytes: n}
 		err = m.request(m.ctx, func() error { return m.recordOffload(id, info) })
-		if err != nil {
+		// Delete the copy only when it is certainly not recorded. A write
+		// whose answer was lost (a timeout, the ML stopping meanwhile:
+		// request then returns without knowing) may be in etcd, and a later
+		// owner would delete the bookie copy, trusting the tier's: an
+		// orphaned copy costs space, a deleted recorded one the messages.
+		var nr *notRecorded
+		if err != nil && errors.As(err, &nr) {
 			dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			if derr := m.cfg.Tier.Delete(dctx, base); derr != nil {
 				m.log.Warn("deleting an unrecorded tier copy failed", "ledger", id, "base", base, "err", derr)
@@ -264,9 +271,19 @@ func (m *ML) copyLedger(id, last, length int64, base string) (int64, error) {
 	return n, nil
 }
 
+// notRecorded wraps an error of recordOffload after which the copy is
+// certainly not in etcd: the ledger left the list, or the write's
+// condition failed (meta.ErrConflict: another owner).
+type notRecorded struct{ err error }
+
+func (e *notRecorded) Error() string { return e.err.Error() }
+func (e *notRecorded) Unwrap() error { return e.err }
+
 // recordOffload (loop) records ledger id's verified copy info with the
-// ownership-conditioned write; the copy is unrecorded (and deleted by the
-// caller) if the ledger left the list meanwhile or the write failed.
+// ownership-conditioned write. Errors wrapped in notRecorded (the ledger
+// left the list meanwhile, the write's condition failed) leave the copy
+// unrecorded, for the caller to delete; after any other write error it
+// may be recorded, and is kept.
 func (m *ML) recordOffload(id int64, info *OffloadInfo) error {
 	m.mu.Lock()
 	var l *ledgerState
@@ -277,7 +294,7 @@ func (m *ML) recordOffload(id int64, info *OffloadInfo) error {
 	}
 	if l == nil {
 		m.mu.Unlock()
-		return fmt.Errorf("mledger: %s: ledger %d left the list during its offload", m.name, id)
+		return &notRecorded{fmt.Errorf("mledger: %s: ledger %d left the list during its offload", m.name, id)}
 	}
 	info.Time = m.cfg.Now().UTC()
 	l.Offload = info
@@ -289,6 +306,9 @@ func (m *ML) recordOffload(id int64, info *OffloadInfo) error {
 		l.Offload = nil
 		m.dirty = true
 		m.mu.Unlock()
+		if errors.Is(err, meta.ErrConflict) {
+			return &notRecorded{err}
+		}
 		return err
 	}
 	return nil
