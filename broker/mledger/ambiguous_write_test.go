@@ -171,11 +171,12 @@ func TestAmbiguousOffloadRecordKeepsTheTierCopy(t *testing.T) {
 		defer ml.mu.Unlock()
 		return ml.prev == nil && ml.spare != nil && ml.spareSaved && !ml.dirty && ml.off.running
 	})
-	time.Sleep(200 * time.Millisecond)
-	tm0, _, err := Load(ctx, e.st, testTopic)
-	if err != nil || len(tm0.Ledgers) != 2 || tm0.Ledgers[0].State != LedgerClosed {
-		t.Fatalf("before the offload: %+v, %v", tm0.Ledgers, err)
-	}
+	var tm0 TopicMeta
+	testutil.Eventually(t, "two ledgers listed in etcd, the first closed", 30*time.Second, func() bool {
+		var err error
+		tm0, _, err = Load(ctx, e.st, testTopic)
+		return err == nil && len(tm0.Ledgers) == 2 && tm0.Ledgers[0].State == LedgerClosed && tm0.Ledgers[0].Offload == nil
+	})
 	first := tm0.Ledgers[0].ID
 
 	close(tier.release) // the copy completes; etcd's answers are held from now on
@@ -234,7 +235,10 @@ func TestAmbiguousRolloverWriteIsSafe(t *testing.T) {
 		defer ml.mu.Unlock()
 		return ml.prev == nil && ml.spare != nil && ml.spareSaved && !ml.dirty
 	})
-	time.Sleep(200 * time.Millisecond)
+	testutil.Eventually(t, "the spare recorded in etcd", 30*time.Second, func() bool {
+		tm, _, err := Load(ctx, e.st, testTopic)
+		return err == nil && tm.Spare != 0
+	})
 	proxy.pause(true)
 	for i := 11; i <= 15; i++ { // in the recorded spare: acknowledged at once
 		mustPublish(t, ml, "s", fmt.Sprintf("m%d", i), PublishOptions{})
