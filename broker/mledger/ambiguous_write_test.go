@@ -117,6 +117,22 @@ func (p *etcdProxy) close() {
 	p.wg.Wait()
 }
 
+// proxiedStore opens a Store on e's etcd prefix through a new etcdProxy,
+// closed when the test ends.
+func proxiedStore(t *testing.T, e *env) (*etcdProxy, *meta.Store) {
+	t.Helper()
+	proxy := newEtcdProxy(t)
+	pcfg := meta.DefaultConfig()
+	pcfg.Endpoints = []string{proxy.url()}
+	pcfg.Prefix = e.st.Prefix()
+	pst, err := meta.Open(testCtx(t), pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pst.Close() })
+	return proxy, pst
+}
+
 // gatedTier is a memTier whose copies wait for release, then run after.
 type gatedTier struct {
 	*memTier
@@ -147,16 +163,8 @@ func (g *gatedTier) Offload(ctx context.Context, src EntryReader, id, last, leng
 func TestAmbiguousOffloadRecordKeepsTheTierCopy(t *testing.T) {
 	e := newEnv(t)
 	e.create(testTopic, `{}`)
-	proxy := newEtcdProxy(t)
+	proxy, pst := proxiedStore(t, e)
 	ctx := testCtx(t)
-	pcfg := meta.DefaultConfig()
-	pcfg.Endpoints = []string{proxy.url()}
-	pcfg.Prefix = e.st.Prefix()
-	pst, err := meta.Open(ctx, pcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pst.Close() })
 
 	base := newMemTier()
 	tier := &gatedTier{memTier: base, release: make(chan struct{}), after: func() { proxy.pause(true) }}
@@ -215,16 +223,8 @@ func TestAmbiguousOffloadRecordKeepsTheTierCopy(t *testing.T) {
 func TestAmbiguousRolloverWriteIsSafe(t *testing.T) {
 	e := newEnv(t)
 	e.create(testTopic, `{}`)
-	proxy := newEtcdProxy(t)
+	proxy, pst := proxiedStore(t, e)
 	ctx := testCtx(t)
-	pcfg := meta.DefaultConfig()
-	pcfg.Endpoints = []string{proxy.url()}
-	pcfg.Prefix = e.st.Prefix()
-	pst, err := meta.Open(ctx, pcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pst.Close() })
 	roll := func(c *Config) { c.Limits.RolloverEntries = 10; c.Store = pst }
 	ml := e.open(testTopic, e.config(testTopic, nil, roll))
 	for i := 1; i <= 10; i++ {
