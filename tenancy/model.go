@@ -1,0 +1,240 @@
+package tenancy
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Tenant owns namespaces, admins and mesh-wide quotas (ARCHITECTURE §5).
+type Tenant struct {
+	Name string `json:"name"`
+	// Admins are the tenant-admin principals (names; tokens are issued to
+	// them with `strata admin tokens create --tenant`).
+	Admins []string `json:"admins,omitempty"`
+	Quotas Quotas   `json:"quotas"`
+}
+
+// Quotas are a tenant's mesh-wide limits, all regions together; 0 means
+// unlimited. Units: messages/s, bytes/s, bytes, counts.
+type Quotas struct {
+	PublishRate  int64 `json:"publish_rate"`
+	PublishBytes int64 `json:"publish_bytes"`
+	Storage      int64 `json:"storage"`
+	Topics       int64 `json:"topics"`
+	Connections  int64 `json:"connections"`
+	Consumers    int64 `json:"consumers"`
+}
+
+// Namespace is tenant/name and its policies.
+type Namespace struct {
+	Tenant   string   `json:"tenant"`
+	Name     string   `json:"name"`
+	Policies Policies `json:"policies"`
+}
+
+// NS is the namespace's name.
+func (n Namespace) NS() NSName { return NSName{Tenant: n.Tenant, Namespace: n.Name} }
+
+// Retention modes (JetStream's model).
+const (
+	RetentionLimits    = "limits"
+	RetentionInterest  = "interest"
+	RetentionWorkQueue = "workqueue"
+)
+
+// Backlog quota policies (Pulsar's).
+const (
+	BacklogHold     = "producer_request_hold"
+	BacklogReject   = "producer_exception"
+	BacklogEvictOld = "consumer_backlog_eviction"
+)
+
+// Defaults of Policies.
+const (
+	DefaultBundles     = 4
+	DefaultDedupWindow = 2 * Minute // JetStream's duplicate window
+)
+
+// Policies are a namespace's policies (ARCHITECTURE §5, Pulsar's
+// namespace policies in JetStream's terms). Every field applies to the
+// namespace's existing topics too, not only to new ones.
+type Policies struct {
+	// Replication lists the regions the namespace's topics are mirrored
+	// across (ARCHITECTURE §4). At least one region.
+	Replication []string `json:"replication"`
+	// Retention of the namespace's topics (those not created through the
+	// JetStream API with limits of their own).
+	Retention Retention `json:"retention"`
+	// BacklogQuota limits a subscription's backlog; nil: none.
+	BacklogQuota *BacklogQuota `json:"backlog_quota"`
+	// Offload moves closed ledgers to the region's tier; nil: only on
+	// request.
+	Offload *Offload `json:"offload"`
+	// MessageTTL drops messages older than this (0: never).
+	MessageTTL Duration `json:"message_ttl"`
+	// DedupWindow is the Nats-Msg-Id duplicate window (0: off).
+	DedupWindow Duration `json:"dedup_window"`
+	// Bundles is the number of hash bundles the topics are split into
+	// (≥ 1; changing it moves topics between bundles, not data).
+	Bundles int `json:"bundles"`
+	// AutoCreateTopics lets a publish on "tenant.namespace.topic" create
+	// the topic.
+	AutoCreateTopics bool `json:"auto_create_topics"`
+	// MaxConsumers bounds the consumers (subscriptions) per topic (0:
+	// unlimited).
+	MaxConsumers int `json:"max_consumers"`
+	// SubscriptionExpiry deletes a subscription inactive this long (0:
+	// never).
+	SubscriptionExpiry Duration `json:"subscription_expiry"`
+}
+
+// Retention follows JetStream: a zero limit is unlimited.
+type Retention struct {
+	Mode     string   `json:"mode"` // limits | interest | workqueue
+	Time     Duration `json:"time"`
+	Size     int64    `json:"size"`     // bytes
+	Messages int64    `json:"messages"` // count
+}
+
+// BacklogQuota is Pulsar's backlog quota: size in bytes, time as age of
+// the oldest unacknowledged message, and what happens when exceeded.
+type BacklogQuota struct {
+	Size   int64    `json:"size"`
+	Time   Duration `json:"time"`
+	Policy string   `json:"policy"`
+}
+
+// Offload moves closed ledgers to the tier once a topic's bookie data
+// exceeds Threshold bytes (0: as soon as a ledger closes); the bookie
+// copies go DeletionLag later.
+type Offload struct {
+	Threshold   int64    `json:"threshold"`
+	DeletionLag Duration `json:"deletion_lag"`
+}
+
+// DefaultPolicies are a new namespace's policies in a mesh of regions:
+// replicated across all of them, unlimited limits retention, dedup over
+// two minutes, 4 bundles, topics auto-created.
+func DefaultPolicies(regions []string) Policies {
+	return Policies{
+		Replication:      slices.Clone(regions),
+		Retention:        Retention{Mode: RetentionLimits},
+		DedupWindow:      DefaultDedupWindow,
+		Bundles:          DefaultBundles,
+		AutoCreateTopics: true,
+	}
+}
+
+// FieldError is a validation error about one field, named by its JSON
+// path ("policies.retention.mode").
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+func fieldErr(field, format string, args ...any) error {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Validate checks t; errors are FieldErrors joined (errors.Join).
+func (t *Tenant) Validate() error {
+	var errs []error
+	if !ValidToken(t.Name) {
+		errs = append(errs, fieldErr("name", "%q is not a valid tenant name: want [A-Za-z0-9_-]+", t.Name))
+	}
+	for i, a := range t.Admins {
+		if a == "" {
+			errs = append(errs, fieldErr(fmt.Sprintf("admins[%d]", i), "empty admin name"))
+		}
+	}
+	q := t.Quotas
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"publish_rate", q.PublishRate}, {"publish_bytes", q.PublishBytes}, {"storage", q.Storage},
+		{"topics", q.Topics}, {"connections", q.Connections}, {"consumers", q.Consumers}} {
+		if f.v < 0 {
+			errs = append(errs, fieldErr("quotas."+f.name, "must be 0 (unlimited) or more, got %d", f.v))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks n against the mesh's regions; errors are FieldErrors
+// joined.
+func (n *Namespace) Validate(regions []string) error {
+	var errs []error
+	if !ValidToken(n.Tenant) {
+		errs = append(errs, fieldErr("tenant", "%q is not a valid tenant name: want [A-Za-z0-9_-]+", n.Tenant))
+	}
+	if !ValidToken(n.Name) {
+		errs = append(errs, fieldErr("name", "%q is not a valid namespace name: want [A-Za-z0-9_-]+", n.Name))
+	}
+	if err := n.Policies.Validate(regions); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks the policies against the mesh's regions (nil regions:
+// any region name is accepted); errors are FieldErrors named
+// "policies.…", joined.
+func (p *Policies) Validate(regions []string) error {
+	var errs []error
+	add := func(field, format string, args ...any) {
+		errs = append(errs, fieldErr("policies."+field, format, args...))
+	}
+	if len(p.Replication) == 0 {
+		add("replication", "must name at least one region")
+	}
+	seen := map[string]bool{}
+	for i, r := range p.Replication {
+		f := fmt.Sprintf("replication[%d]", i)
+		switch {
+		case regions != nil && !slices.Contains(regions, r):
+			add(f, "unknown region %q (regions: %v)", r, regions)
+		case regions == nil && !ValidToken(r):
+			add(f, "%q is not a valid region name", r)
+		case seen[r]:
+			add(f, "region %q is listed twice", r)
+		}
+		seen[r] = true
+	}
+	switch p.Retention.Mode {
+	case RetentionLimits, RetentionInterest, RetentionWorkQueue:
+	default:
+		add("retention.mode", "%q: want limits, interest or workqueue", p.Retention.Mode)
+	}
+	nonNeg := func(field string, v int64) {
+		if v < 0 {
+			add(field, "must be 0 (unlimited) or more, got %d", v)
+		}
+	}
+	nonNeg("retention.time", int64(p.Retention.Time))
+	nonNeg("retention.size", p.Retention.Size)
+	nonNeg("retention.messages", p.Retention.Messages)
+	if b := p.BacklogQuota; b != nil {
+		nonNeg("backlog_quota.size", b.Size)
+		nonNeg("backlog_quota.time", int64(b.Time))
+		switch b.Policy {
+		case BacklogHold, BacklogReject, BacklogEvictOld:
+		default:
+			add("backlog_quota.policy", "%q: want %s, %s or %s", b.Policy, BacklogHold, BacklogReject, BacklogEvictOld)
+		}
+	}
+	if o := p.Offload; o != nil {
+		nonNeg("offload.threshold", o.Threshold)
+		nonNeg("offload.deletion_lag", int64(o.DeletionLag))
+	}
+	nonNeg("message_ttl", int64(p.MessageTTL))
+	nonNeg("dedup_window", int64(p.DedupWindow))
+	nonNeg("subscription_expiry", int64(p.SubscriptionExpiry))
+	nonNeg("max_consumers", int64(p.MaxConsumers))
+	if p.Bundles < 1 || p.Bundles > 1024 {
+		add("bundles", "must be 1 to 1024, got %d", p.Bundles)
+	}
+	return errors.Join(errs...)
+}
