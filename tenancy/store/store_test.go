@@ -44,7 +44,9 @@ func newMesh(t *testing.T) *mesh {
 		r := r
 		sy, err := StartSync(SyncConfig{
 			Store: m.stores[r], Region: r, Interval: 100 * time.Millisecond,
-			Remotes: func() []string { return slices.DeleteFunc(slices.Clone(regions), func(x string) bool { return x == r }) },
+			Remotes: func() []string {
+				return slices.DeleteFunc(slices.Clone(regions), func(x string) bool { return x == r })
+			},
 			Publish: func(to string, data []byte) error {
 				m.mu.Lock()
 				cut := m.cut[r] || m.cut[to]
