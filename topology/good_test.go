@@ -137,13 +137,13 @@ func checkTenantT1(t *testing.T, m *Mesh) {
 		t.Errorf("js replication %v, want every region in file order", js.Replication)
 	}
 	o, _ := tn.Namespace("orders")
-	no := false
+	no, yes := false, true
 	want := Namespace{
 		Name: "orders", Replication: []string{"r3", "r1"},
 		Retention:    Retention{Mode: RetentionWorkQueue, Time: Duration(7 * 24 * time.Hour), Size: 100 * GiB, Messages: -1},
 		BacklogQuota: &BacklogQuota{Size: 10 * GiB, Time: Duration(24 * time.Hour), Policy: BacklogHold},
 		Offload:      &Offload{Threshold: 0, DeletionLag: Duration(time.Hour)},
-		MessageTTL:   Duration(90 * time.Second), Dedup: true, Bundles: 16, AutoCreateTopics: &no,
+		MessageTTL:   Duration(90 * time.Second), Dedup: &yes, Bundles: 16, AutoCreateTopics: &no,
 	}
 	if !reflect.DeepEqual(*o, want) {
 		t.Errorf("orders:\n got %+v\nwant %+v", *o, want)

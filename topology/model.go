@@ -192,6 +192,7 @@ type Quotas struct {
 	Storage      Size     `yaml:"storage"`       // bytes, bookies + tier, all regions
 	Topics       int64    `yaml:"topics"`
 	Connections  int64    `yaml:"connections"`
+	Consumers    int64    `yaml:"consumers"`
 }
 
 // Retention modes (JetStream's model).
@@ -219,7 +220,15 @@ type Namespace struct {
 	// Offload is nil when not set (never offload).
 	Offload    *Offload `yaml:"offload"`
 	MessageTTL Duration `yaml:"message_ttl"`
-	Dedup      bool     `yaml:"dedup"`
+	// Dedup turns Nats-Msg-Id deduplication on (nil: on) over DedupWindow
+	// (0: JetStream's two minutes).
+	Dedup       *bool    `yaml:"dedup"`
+	DedupWindow Duration `yaml:"dedup_window"`
+	// MaxConsumers bounds the consumers per topic (0: unlimited).
+	MaxConsumers int `yaml:"max_consumers"`
+	// SubscriptionExpiry deletes subscriptions inactive this long (0:
+	// never).
+	SubscriptionExpiry Duration `yaml:"subscription_expiry"`
 	// Bundles is the number of hash bundles. Default 4.
 	Bundles int `yaml:"bundles"`
 	// AutoCreateTopics defaults to true.

@@ -31,6 +31,7 @@ func (r *report) checkTenant(p string, t *Tenant, regions []string) {
 	q := field(p, "quotas")
 	r.atLeast(field(q, "topics"), t.Quotas.Topics, 0)
 	r.atLeast(field(q, "connections"), t.Quotas.Connections, 0)
+	r.atLeast(field(q, "consumers"), t.Quotas.Consumers, 0)
 	np := field(p, "namespaces")
 	names := make([]string, len(t.Namespaces))
 	for i := range t.Namespaces {
@@ -52,6 +53,7 @@ func (r *report) checkNamespace(p string, ns *Namespace, regions []string) {
 		r.oneOf(field(p, "backlog_quota.policy"), "backlog policy", ns.BacklogQuota.Policy, backlogPolicies...)
 	}
 	r.atLeast(field(p, "bundles"), int64(ns.Bundles), 1)
+	r.atLeast(field(p, "max_consumers"), int64(ns.MaxConsumers), 0)
 }
 
 // checkReplication checks that a written replication list names known
