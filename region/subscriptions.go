@@ -50,7 +50,7 @@ func (n *Node) subscriptionRoutes(s *adminhttp.Server) {
 func (n *Node) subscriptionWrite(w http.ResponseWriter, r *http.Request, do func(context.Context, tenancy.Name, string) error) {
 	name := tenancy.Name{Tenant: r.PathValue("t"), Namespace: r.PathValue("ns"), Topic: r.PathValue("topic")}
 	sub := r.PathValue("sub")
-	if !validToken(sub) {
+	if !tenancy.ValidToken(sub) {
 		adminhttp.WriteError(w, http.StatusBadRequest, "invalid_subscription", fmt.Sprintf("subscription name %q: use letters, digits, \"-\" and \"_\"", sub), "sub")
 		return
 	}
@@ -96,17 +96,4 @@ func ParseSubscriptionRequest(body []byte) (jetstream.SubscriptionRequest, error
 		return req, errors.New("subscription body: data after the JSON object")
 	}
 	return req, nil
-}
-
-// validToken reports whether s is a name of letters, digits, "-" and "_".
-func validToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
 }

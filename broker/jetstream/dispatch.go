@@ -346,7 +346,7 @@ func (s *Service) uncaptured(subject, reply []byte) (*stream, broker.HookResult)
 		}
 		return nil, broker.HookRoute
 	}
-	if !ns.AutoCreateTopics || !validToken(toks[2]) {
+	if !ns.AutoCreateTopics || !tenancy.ValidToken(toks[2]) {
 		return nil, broker.HookRoute
 	}
 	name := tenancy.Name{Tenant: toks[0], Namespace: toks[1], Topic: toks[2]}

@@ -194,11 +194,11 @@ func decodeStream(name tenancy.Name, meta mledger.TopicMeta) *stream {
 // is not a valid Strata token.
 func topicForStream(tenant, defaultNS, name string, metadata map[string]string) (tenancy.Name, bool) {
 	if ns, topic, found := strings.Cut(name, ":"); found {
-		return tenancy.Name{Tenant: tenant, Namespace: ns, Topic: topic}, validToken(ns) && validToken(topic)
+		return tenancy.Name{Tenant: tenant, Namespace: ns, Topic: topic}, tenancy.ValidToken(ns) && tenancy.ValidToken(topic)
 	}
 	ns := defaultNS
 	if v := metadata["strata.namespace"]; v != "" {
 		ns = v
 	}
-	return tenancy.Name{Tenant: tenant, Namespace: ns, Topic: name}, validToken(ns) && validToken(name)
+	return tenancy.Name{Tenant: tenant, Namespace: ns, Topic: name}, tenancy.ValidToken(ns) && tenancy.ValidToken(name)
 }
