@@ -10,8 +10,8 @@ import (
 	"net/http"
 
 	"github.com/stratamesh/strata/broker/jetstream"
-	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/internal/adminhttp"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // offloadRoutes mounts the offload routes of the admin API
@@ -39,7 +39,7 @@ func (n *Node) offloadRoutes(s *adminhttp.Server) {
 }
 
 func (n *Node) offloadAnswer(w http.ResponseWriter, r *http.Request, req jetstream.OffloadRequest, code int) {
-	name := mledger.Name{Tenant: r.PathValue("t"), Namespace: r.PathValue("ns"), Topic: r.PathValue("topic")}
+	name := tenancy.Name{Tenant: r.PathValue("t"), Namespace: r.PathValue("ns"), Topic: r.PathValue("topic")}
 	ctx, cancel := context.WithTimeout(r.Context(), topicStatsTimeout)
 	defer cancel()
 	st, err := n.js.TopicOffload(ctx, name, req)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stratamesh/strata/broker/jetstream"
 	"github.com/stratamesh/strata/broker/jsapi"
-	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/internal/adminhttp"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // subscriptionRoutes mounts the subscription writes of the admin API
@@ -33,12 +33,12 @@ func (n *Node) subscriptionRoutes(s *adminhttp.Server) {
 			adminhttp.WriteError(w, http.StatusBadRequest, "invalid_body", err.Error(), "")
 			return
 		}
-		n.subscriptionWrite(w, r, func(ctx context.Context, name mledger.Name, sub string) error {
+		n.subscriptionWrite(w, r, func(ctx context.Context, name tenancy.Name, sub string) error {
 			return n.js.PutSubscription(ctx, name, sub, req)
 		})
 	}))
 	s.Handle("DELETE /admin/v1/topics/{t}/{ns}/{topic}/subscriptions/{sub}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n.subscriptionWrite(w, r, func(ctx context.Context, name mledger.Name, sub string) error {
+		n.subscriptionWrite(w, r, func(ctx context.Context, name tenancy.Name, sub string) error {
 			return n.js.DeleteSubscription(ctx, name, sub)
 		})
 	}))
@@ -47,10 +47,10 @@ func (n *Node) subscriptionRoutes(s *adminhttp.Server) {
 // subscriptionWrite runs a subscription write for the request's path and
 // answers it: 200 with the region's subscriptions of the topic, or the
 // error.
-func (n *Node) subscriptionWrite(w http.ResponseWriter, r *http.Request, do func(context.Context, mledger.Name, string) error) {
-	name := mledger.Name{Tenant: r.PathValue("t"), Namespace: r.PathValue("ns"), Topic: r.PathValue("topic")}
+func (n *Node) subscriptionWrite(w http.ResponseWriter, r *http.Request, do func(context.Context, tenancy.Name, string) error) {
+	name := tenancy.Name{Tenant: r.PathValue("t"), Namespace: r.PathValue("ns"), Topic: r.PathValue("topic")}
 	sub := r.PathValue("sub")
-	if !validToken(sub) {
+	if !tenancy.ValidToken(sub) {
 		adminhttp.WriteError(w, http.StatusBadRequest, "invalid_subscription", fmt.Sprintf("subscription name %q: use letters, digits, \"-\" and \"_\"", sub), "sub")
 		return
 	}
@@ -96,17 +96,4 @@ func ParseSubscriptionRequest(body []byte) (jetstream.SubscriptionRequest, error
 		return req, errors.New("subscription body: data after the JSON object")
 	}
 	return req, nil
-}
-
-// validToken reports whether s is a name of letters, digits, "-" and "_".
-func validToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
 }

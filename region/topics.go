@@ -8,8 +8,8 @@ import (
 
 	"github.com/stratamesh/strata/broker/jetstream"
 	"github.com/stratamesh/strata/broker/jsapi"
-	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/internal/adminhttp"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // topicStatsTimeout bounds asking a topic's owner for its state.
@@ -61,7 +61,7 @@ func (n *Node) topicRoutes(s *adminhttp.Server) {
 
 // topicStats answers the topic of the request's path, or writes the error.
 func (n *Node) topicStats(w http.ResponseWriter, r *http.Request) (*jetstream.TopicStats, bool) {
-	name := mledger.Name{Tenant: r.PathValue("t"), Namespace: r.PathValue("ns"), Topic: r.PathValue("topic")}
+	name := tenancy.Name{Tenant: r.PathValue("t"), Namespace: r.PathValue("ns"), Topic: r.PathValue("topic")}
 	ctx, cancel := context.WithTimeout(r.Context(), topicStatsTimeout)
 	defer cancel()
 	st, err := n.js.TopicStats(ctx, name)

@@ -9,7 +9,7 @@
 //
 // # What it owns
 //
-//   - Identity: TopicID (tenant, namespace, topic: what the replication
+//   - Identity: tenancy.Name (tenant, namespace, topic: what the replication
 //     subject names), Origin (region, topic incarnation UUID, origin
 //     sequence, origin time: what every stored entry's envelope carries)
 //     and Stream (topic, origin region, incarnation: the key of a

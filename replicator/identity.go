@@ -4,45 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/stratamesh/strata/tenancy"
 )
 
-// TopicID names a topic mesh-wide by (tenant, namespace, topic), as the
-// replication subject does (never by a client's subject). Each part is a
-// token of [A-Za-z0-9_-]+ (ARCHITECTURE §3 "Topics").
-type TopicID struct {
-	Tenant    string `json:"tenant"`
-	Namespace string `json:"namespace"`
-	Topic     string `json:"topic"`
-}
-
-// String returns "tenant/namespace/topic".
-func (t TopicID) String() string { return t.Tenant + "/" + t.Namespace + "/" + t.Topic }
-
-// Validate returns an error wrapping ErrInvalid that names every part
-// that is not a token of [A-Za-z0-9_-]+.
-func (t TopicID) Validate() error {
-	var errs []error
-	for _, p := range []struct{ name, v string }{{"tenant", t.Tenant}, {"namespace", t.Namespace}, {"topic", t.Topic}} {
-		if !isToken(p.v) {
-			errs = append(errs, fmt.Errorf("%w: %s %q is not a token of [A-Za-z0-9_-]+", ErrInvalid, p.name, p.v))
-		}
+// validateTopic returns nil, or an error wrapping both ErrInvalid and
+// tenancy.ErrInvalidName that names every part of t that is not a token.
+func validateTopic(t tenancy.Name) error {
+	if err := t.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	return errors.Join(errs...)
-}
-
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
+	return nil
 }
 
 // Origin is the identity every stored entry carries in its envelope
@@ -64,16 +36,16 @@ type Origin struct {
 }
 
 // Stream returns the key of o's origin stream in topic.
-func (o Origin) Stream(topic TopicID) Stream {
+func (o Origin) Stream(topic tenancy.Name) Stream {
 	return Stream{Topic: topic, Region: o.Region, Incarnation: o.Incarnation}
 }
 
 // Stream is one origin's sequence of messages in a topic: the key of a
 // receiver's high-water mark (topic, origin region, incarnation).
 type Stream struct {
-	Topic       TopicID `json:"topic"`
-	Region      string  `json:"region"`
-	Incarnation string  `json:"incarnation"`
+	Topic       tenancy.Name `json:"topic"`
+	Region      string       `json:"region"`
+	Incarnation string       `json:"incarnation"`
 }
 
 // String returns "tenant/namespace/topic@region/incarnation".
@@ -81,7 +53,7 @@ func (s Stream) String() string { return s.Topic.String() + "@" + s.Region + "/"
 
 // validate checks that the stream is fully named.
 func (s Stream) validate() error {
-	err := s.Topic.Validate()
+	err := validateTopic(s.Topic)
 	if s.Region == "" {
 		err = errors.Join(err, fmt.Errorf("%w: empty origin region", ErrInvalid))
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // mesh is a simulated mesh of regions for the interaction scripts and the
@@ -42,7 +44,7 @@ type senderKey struct {
 }
 
 var (
-	testTopic = TopicID{Tenant: "acme", Namespace: "orders", Topic: "events"}
+	testTopic = tenancy.Name{Tenant: "acme", Namespace: "orders", Topic: "events"}
 	t0        = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 )
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratamesh/strata/tenancy"
 	"pgregory.net/rapid"
 )
 
@@ -116,7 +117,7 @@ func TestPropertyReceiver(t *testing.T) {
 		streams := []Stream{
 			{Topic: testTopic, Region: "us", Incarnation: "us.1"},
 			{Topic: testTopic, Region: "us", Incarnation: "us.2"},
-			{Topic: TopicID{"acme", "orders", "other"}, Region: "eu", Incarnation: "eu.1"},
+			{Topic: tenancy.Name{Tenant: "acme", Namespace: "orders", Topic: "other"}, Region: "eu", Incarnation: "eu.1"},
 		}
 		r, err := NewReceiver(ReceiverState{})
 		if err != nil {

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // Verdict is a receiver's decision on one offered message or gap record.
@@ -133,7 +135,7 @@ func (r *Receiver) Forget(s Stream) {
 // o.Seq is HWM+1 (the HWM moves to it), VerdictDuplicate at or below the
 // HWM, VerdictGap above HWM+1. It returns the HWM after the decision, so
 // a gap's expected sequence is hwm+1. A sequence 0 is a duplicate.
-func (r *Receiver) Offer(topic TopicID, o Origin) (v Verdict, hwm uint64) {
+func (r *Receiver) Offer(topic tenancy.Name, o Origin) (v Verdict, hwm uint64) {
 	s := o.Stream(topic)
 	h := r.HWM(s)
 	switch {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stratamesh/strata/tenancy"
 )
 
 var usStream = Stream{Topic: testTopic, Region: "us", Incarnation: "us.1"}
@@ -117,7 +119,7 @@ func TestNewSenderErrors(t *testing.T) {
 	}{
 		{"remote is origin", usStream, "us", SenderState{}, ErrInvalid},
 		{"no remote", usStream, "", SenderState{}, ErrInvalid},
-		{"bad topic", Stream{Topic: TopicID{"a", "b.c", "d"}, Region: "us", Incarnation: "x"}, "eu", SenderState{}, ErrInvalid},
+		{"bad topic", Stream{Topic: tenancy.Name{Tenant: "a", Namespace: "b.c", Topic: "d"}, Region: "us", Incarnation: "x"}, "eu", SenderState{}, ErrInvalid},
 		{"no incarnation", Stream{Topic: testTopic, Region: "us"}, "eu", SenderState{}, ErrInvalid},
 		{"old incarnation", usStream, "eu", SenderState{Incarnation: "us.0", Position: 2}, ErrBadState},
 		{"position without incarnation", usStream, "eu", SenderState{Position: 2}, ErrBadState},

@@ -12,7 +12,7 @@ var (
 	// the message was removed by retention (or purge) before it was read.
 	// The sender then covers it with a gap record.
 	ErrTrimmed = errors.New("replicator: message trimmed")
-	// ErrInvalid: a malformed Config, TopicID, Stream, Batch or Answer.
+	// ErrInvalid: a malformed Config, topic name (tenancy.Name), Stream, Batch or Answer.
 	ErrInvalid = errors.New("replicator: invalid")
 	// ErrBadState: a persisted SenderState or ReceiverState does not fit
 	// (another incarnation, duplicate streams, impossible values).

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // FuzzParse checks that no input makes Parse panic, and that every problem
@@ -55,12 +57,12 @@ func checkProblem(t *testing.T, p Problem, warning bool) {
 // checkValidMesh checks what a valid Mesh promises its users.
 func checkValidMesh(t *testing.T, m *Mesh) {
 	t.Helper()
-	if !isToken(m.Name) || len(m.Regions) == 0 {
+	if !tenancy.ValidToken(m.Name) || len(m.Regions) == 0 {
 		t.Fatalf("valid mesh with name %q and %d regions", m.Name, len(m.Regions))
 	}
 	for i := range m.Regions {
 		r := &m.Regions[i]
-		if !isToken(r.Name) || !validLedger(r.Ledger) || r.Rollover == nil || r.Tier.Kind == "" {
+		if !tenancy.ValidToken(r.Name) || !validLedger(r.Ledger) || r.Rollover == nil || r.Tier.Kind == "" {
 			t.Fatalf("region %+v", r)
 		}
 		if len(r.NodesOf(RoleBroker)) < 1 || len(r.NodesOf(RoleBookie)) < r.Ledger.Ensemble {

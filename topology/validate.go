@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // The checks run in two passes over the decoded Mesh. checkMesh runs before
@@ -54,19 +56,9 @@ func (r *report) requireToken(path, value string) {
 	switch {
 	case value == "":
 		r.missing(path)
-	case !isToken(value):
+	case !tenancy.ValidToken(value):
 		r.errorf(path, `%s is not a valid name: use letters, digits, "-" and "_"`, quoteShort(value))
 	}
-}
-
-func isToken(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return s != ""
 }
 
 // unique reports the second and later uses of a name among the items of

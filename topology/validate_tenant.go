@@ -1,6 +1,10 @@
 package topology
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/stratamesh/strata/tenancy"
+)
 
 var (
 	retentionModes  = []string{RetentionLimits, RetentionInterest, RetentionWorkQueue}
@@ -85,7 +89,7 @@ func (r *report) checkJetStream(m *Mesh) {
 	tp, np := "defaults.jetstream.tenant", "defaults.jetstream.namespace"
 	r.requireToken(tp, js.Tenant)
 	r.requireToken(np, js.Namespace)
-	if !isToken(js.Tenant) {
+	if !tenancy.ValidToken(js.Tenant) {
 		return
 	}
 	t, ok := m.Tenant(js.Tenant)
@@ -93,7 +97,7 @@ func (r *report) checkJetStream(m *Mesh) {
 		r.errorf(tp, "unknown tenant %s%s", quoteShort(js.Tenant), didYouMean(js.Tenant, tenantNames(m)))
 		return
 	}
-	if _, ok := t.Namespace(js.Namespace); !ok && isToken(js.Namespace) {
+	if _, ok := t.Namespace(js.Namespace); !ok && tenancy.ValidToken(js.Namespace) {
 		r.errorf(np, "tenant %q has no namespace %s%s", t.Name, quoteShort(js.Namespace),
 			didYouMean(js.Namespace, namespaceNames(t)))
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/internal/meta"
 	"github.com/stratamesh/strata/region"
+	"github.com/stratamesh/strata/tenancy"
 	"github.com/stratamesh/strata/tiered"
 	"github.com/stratamesh/strata/tiered/blob"
 	"github.com/stratamesh/strata/tiered/blob/blobopen"
@@ -175,8 +176,8 @@ func run(strata, dir string, n, size int, roll int64) error {
 	return nil
 }
 
-func name(tier string) mledger.Name {
-	return mledger.Name{Tenant: "bench", Namespace: "tier", Topic: tier}
+func name(tier string) tenancy.Name {
+	return tenancy.Name{Tenant: "bench", Namespace: "tier", Topic: tier}
 }
 
 func openS3(ctx context.Context, endpoint string) (blob.Store, error) {
@@ -190,7 +191,7 @@ func openS3(ctx context.Context, endpoint string) (blob.Store, error) {
 }
 
 // config is an ML configuration for a new owner of n (tier: nil for none).
-func (b *bench) config(ctx context.Context, n mledger.Name, tier mledger.Tier) (mledger.Config, error) {
+func (b *bench) config(ctx context.Context, n tenancy.Name, tier mledger.Tier) (mledger.Config, error) {
 	b.owner++
 	key := "bench-owners/" + n.String()
 	rev, err := b.st.Put(ctx, key, []byte(fmt.Sprint(b.owner)))
@@ -208,7 +209,7 @@ func (b *bench) config(ctx context.Context, n mledger.Name, tier mledger.Tier) (
 
 // publish writes n messages to topic nm (windows of 1000 async
 // publishes) and closes it.
-func (b *bench) publish(ctx context.Context, nm mledger.Name) error {
+func (b *bench) publish(ctx context.Context, nm tenancy.Name) error {
 	if err := mledger.Create(ctx, b.st, nm, nil, time.Now()); err != nil && !errors.Is(err, mledger.ErrExists) {
 		return err
 	}
@@ -254,7 +255,7 @@ func cmp(a, b error) error {
 
 // offload offloads every closed ledger of nm to store and waits until
 // their bookie copies are deleted; it returns how many were offloaded.
-func (b *bench) offload(ctx context.Context, nm mledger.Name, store blob.Store) (int, error) {
+func (b *bench) offload(ctx context.Context, nm tenancy.Name, store blob.Store) (int, error) {
 	cfg, err := b.config(ctx, nm, mledger.NewTier(store, tiered.NewBlockCache(tiered.DefaultCacheBytes), tiered.Config{}))
 	if err != nil {
 		return 0, err
@@ -292,7 +293,7 @@ func (b *bench) offload(ctx context.Context, nm mledger.Name, store blob.Store) 
 // read reads nm from its first message to its last through a fresh ML
 // (store nil: no tier) and returns msgs/s and the tier object of its
 // first ledger ("" when not offloaded).
-func (b *bench) read(ctx context.Context, nm mledger.Name, store blob.Store) (float64, string, error) {
+func (b *bench) read(ctx context.Context, nm tenancy.Name, store blob.Store) (float64, string, error) {
 	var tier mledger.Tier
 	if store != nil {
 		tier = mledger.NewTier(store, tiered.NewBlockCache(tiered.DefaultCacheBytes), tiered.Config{})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stratamesh/strata/broker/jsapi"
 	"github.com/stratamesh/strata/broker/mledger"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // ErrTopicNotFound is returned by the admin views for a topic the region
@@ -99,7 +100,7 @@ func (s *Service) summary(st *stream) TopicSummary {
 // internal link when another broker owns it) for its stream and consumer
 // state, and reads its ledger list from etcd. Errors: ErrTopicNotFound;
 // ctx's error when no owner answers in time (no owner yet).
-func (s *Service) TopicStats(ctx context.Context, name mledger.Name) (*TopicStats, error) {
+func (s *Service) TopicStats(ctx context.Context, name tenancy.Name) (*TopicStats, error) {
 	st := s.reg.topic(name)
 	if st == nil {
 		return nil, ErrTopicNotFound
@@ -183,7 +184,7 @@ type SubscriptionRequest struct {
 // replicated one: consumer metadata strata.replicated=true). Errors:
 // ErrTopicNotFound, the API's error (*jsapi.APIError), ctx's when no
 // owner answers.
-func (s *Service) PutSubscription(ctx context.Context, n mledger.Name, name string, req SubscriptionRequest) error {
+func (s *Service) PutSubscription(ctx context.Context, n tenancy.Name, name string, req SubscriptionRequest) error {
 	st := s.reg.topic(n)
 	if st == nil {
 		return ErrTopicNotFound
@@ -205,7 +206,7 @@ func (s *Service) PutSubscription(ctx context.Context, n mledger.Name, name stri
 
 // DeleteSubscription deletes durable subscription name of topic n (a
 // replicated one in every region). Errors as PutSubscription's.
-func (s *Service) DeleteSubscription(ctx context.Context, n mledger.Name, name string) error {
+func (s *Service) DeleteSubscription(ctx context.Context, n tenancy.Name, name string) error {
 	st := s.reg.topic(n)
 	if st == nil {
 		return ErrTopicNotFound

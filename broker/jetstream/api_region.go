@@ -11,6 +11,7 @@ import (
 	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/broker/natsproto"
 	"github.com/stratamesh/strata/replicator/wire"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // maxStreamName is the longest stream name, in bytes (the reference's
@@ -200,9 +201,9 @@ func (s *Service) parseStreamConfig(req jsapi.APIRequest, body []byte) (*jsapi.S
 
 // streamTopic maps a JetStream stream onto its topic in tenant and checks
 // that its namespace exists.
-func (s *Service) streamTopic(tenant string, cfg *jsapi.StreamConfig) (mledger.Name, *jsapi.APIError) {
+func (s *Service) streamTopic(tenant string, cfg *jsapi.StreamConfig) (tenancy.Name, *jsapi.APIError) {
 	if tenant == "" {
-		return mledger.Name{}, jsapi.ErrStreamInvalidConfig(errors.New("the topology sets no defaults.jetstream tenant and namespace for streams created through the JetStream API"))
+		return tenancy.Name{}, jsapi.ErrStreamInvalidConfig(errors.New("the topology sets no defaults.jetstream tenant and namespace for streams created through the JetStream API"))
 	}
 	name, ok := topicForStream(tenant, s.cfg.DefaultNamespace, cfg.Name, cfg.Metadata)
 	if !ok {
@@ -216,7 +217,7 @@ func (s *Service) streamTopic(tenant string, cfg *jsapi.StreamConfig) (mledger.N
 
 // autoCreate creates topic n of a namespace that allows it, with the
 // namespace's retention (spec §4), and returns its registry entry.
-func (s *Service) autoCreate(n mledger.Name, ns Namespace) (*stream, error) {
+func (s *Service) autoCreate(n tenancy.Name, ns Namespace) (*stream, error) {
 	cfg := jsapi.StreamConfig{
 		Name: n.Namespace + ":" + n.Topic, Subjects: topicSubjects(n.Tenant, n.Namespace, n.Topic),
 		MaxAge: ns.MaxAge, MaxBytes: ns.MaxBytes, MaxMsgs: ns.MaxMsgs, Duplicates: ns.DuplicateWindow,

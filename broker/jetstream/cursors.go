@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/stratamesh/strata/broker/consumer"
-	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/internal/meta"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // cursorsPrefix holds the persisted cursors: "cursors/<t>/<ns>/<topic>/<consumer>"
@@ -15,12 +15,12 @@ import (
 // write conditioned on its ownership.
 const cursorsPrefix = "cursors/"
 
-func cursorDir(n mledger.Name) string { return cursorsPrefix + n.String() + "/" }
+func cursorDir(n tenancy.Name) string { return cursorsPrefix + n.String() + "/" }
 
-func cursorKey(n mledger.Name, consumerName string) string { return cursorDir(n) + consumerName }
+func cursorKey(n tenancy.Name, consumerName string) string { return cursorDir(n) + consumerName }
 
 // loadCursors reads every persisted cursor of topic n, by consumer name.
-func loadCursors(ctx context.Context, st *meta.Store, n mledger.Name) (map[string]consumer.State, error) {
+func loadCursors(ctx context.Context, st *meta.Store, n tenancy.Name) (map[string]consumer.State, error) {
 	kvs, err := st.List(ctx, cursorDir(n))
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/broker/natsproto"
 	"github.com/stratamesh/strata/replicator/wire"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // dispatch sends a client message to the handler of its kind: an ack, an
@@ -177,7 +178,7 @@ func (s *Service) goAPI(f func()) {
 
 // servedHere returns topic name when this broker serves it and nothing
 // is parked for it (so a message handled now keeps its order), else nil.
-func (s *Service) servedHere(name mledger.Name) *topic {
+func (s *Service) servedHere(name tenancy.Name) *topic {
 	s.mu.Lock()
 	t, parked := s.topics[name], s.parked[name] != nil
 	s.mu.Unlock()
@@ -191,14 +192,14 @@ func (s *Service) servedHere(name mledger.Name) *topic {
 // serves it, over the internal link if another broker owns it, or into the
 // topic's parking queue while no broker serves it (a takeover), keeping
 // the order of what is parked.
-func (s *Service) toOwner(name mledger.Name, m message, local func(*topic)) {
+func (s *Service) toOwner(name tenancy.Name, m message, local func(*topic)) {
 	s.toOwnerOr(name, m, local, nil)
 }
 
 // toOwnerOr is toOwner for a message that refuse answers with an error
 // (a JetStream publish with a reply) when it is parked for a topic this
 // broker owns but cannot open (openFail) for longer than refuseParkedAfter.
-func (s *Service) toOwnerOr(name mledger.Name, m message, local func(*topic), refuse func(error)) {
+func (s *Service) toOwnerOr(name tenancy.Name, m message, local func(*topic), refuse func(error)) {
 	if m.reply == "" {
 		refuse = nil
 	}
@@ -268,7 +269,7 @@ const refuseParkedAfter = time.Second
 // than refuseParkedAfter for a topic this broker owns but cannot open for
 // want of writable bookies are answered with that error (NATS JetStream
 // answers a stream without quorum with an error too, not silence).
-func (s *Service) drainParked(name mledger.Name, p *parking) {
+func (s *Service) drainParked(name tenancy.Name, p *parking) {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -345,10 +346,10 @@ func (s *Service) uncaptured(subject, reply []byte) (*stream, broker.HookResult)
 		}
 		return nil, broker.HookRoute
 	}
-	if !ns.AutoCreateTopics || !validToken(toks[2]) {
+	if !ns.AutoCreateTopics || !tenancy.ValidToken(toks[2]) {
 		return nil, broker.HookRoute
 	}
-	name := mledger.Name{Tenant: toks[0], Namespace: toks[1], Topic: toks[2]}
+	name := tenancy.Name{Tenant: toks[0], Namespace: toks[1], Topic: toks[2]}
 	if ex := s.reg.topic(name); ex != nil {
 		// The topic exists (e.g. a JetStream stream of that name) and does
 		// not capture this subject: core NATS, as on every broker.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/stratamesh/strata/broker/mledger"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // offloadAdminPrefix is the internal request a broker sends a topic's
@@ -36,7 +37,7 @@ var ErrNoTier = errors.New("jetstream: the region has no tier")
 // TopicOffload reports topic n's offload status at its owner, after
 // starting an offload when req.Offload. Errors: ErrTopicNotFound,
 // ErrNoTier, ctx's when no owner answers.
-func (s *Service) TopicOffload(ctx context.Context, n mledger.Name, req OffloadRequest) (*mledger.OffloadStatus, error) {
+func (s *Service) TopicOffload(ctx context.Context, n tenancy.Name, req OffloadRequest) (*mledger.OffloadStatus, error) {
 	if s.reg.topic(n) == nil {
 		return nil, ErrTopicNotFound
 	}
@@ -55,8 +56,8 @@ func (s *Service) TopicOffload(ctx context.Context, n mledger.Name, req OffloadR
 }
 
 func (s *Service) dispatchOffloadAdmin(m message) {
-	n, ok := mledger.ParseName(strings.ReplaceAll(strings.TrimPrefix(m.subject, offloadAdminPrefix), ".", "/"))
-	if !ok || s.reg.topic(n) == nil {
+	n, err := tenancy.ParseName(strings.ReplaceAll(strings.TrimPrefix(m.subject, offloadAdminPrefix), ".", "/"))
+	if err != nil || s.reg.topic(n) == nil {
 		return
 	}
 	var req OffloadRequest

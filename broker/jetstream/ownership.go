@@ -9,8 +9,8 @@ import (
 
 	"github.com/stratamesh/strata/bookie/ledger"
 	"github.com/stratamesh/strata/broker/bundle"
-	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/internal/meta"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // settleTime: a bundle this broker acquired for an admin unload less
@@ -30,7 +30,7 @@ type ownedBundle struct {
 	wg    sync.WaitGroup // its topics' serve loops
 
 	mu        sync.Mutex
-	serving   map[mledger.Name]bool // topics with a serve loop
+	serving   map[tenancy.Name]bool // topics with a serve loop
 	releasing bool
 }
 
@@ -354,7 +354,7 @@ func (s *Service) acquire(id bundle.ID, lease *meta.Lease) {
 		_ = s.cfg.Store.Delete(ctx, unloadKey(id)) // an unload it answers is done
 		bctx, stop := context.WithCancel(s.ctx)
 		ob := &ownedBundle{id: id, cond: meta.Cond{Key: ownerKey(id), ModRevision: rev}, lease: lease,
-			ctx: bctx, stop: stop, serving: map[mledger.Name]bool{}}
+			ctx: bctx, stop: stop, serving: map[tenancy.Name]bool{}}
 		s.mu.Lock()
 		if s.closing || s.draining {
 			s.mu.Unlock()
@@ -381,7 +381,7 @@ func (s *Service) acquire(id bundle.ID, lease *meta.Lease) {
 }
 
 // serveTopic starts topic n's serve loop in owned bundle ob, once.
-func (s *Service) serveTopic(ob *ownedBundle, n mledger.Name) {
+func (s *Service) serveTopic(ob *ownedBundle, n tenancy.Name) {
 	ob.mu.Lock()
 	if ob.serving[n] || ob.releasing || ob.ctx.Err() != nil {
 		ob.mu.Unlock()
@@ -405,7 +405,7 @@ func (s *Service) serveTopic(ob *ownedBundle, n mledger.Name) {
 // fences the previous owner), serve until it stops, and open it again if
 // it stopped by itself (e.g. its ledger writer failed) while the bundle is
 // still owned. Release and loss of the bundle shut the topic down.
-func (s *Service) topicLoop(ob *ownedBundle, n mledger.Name) {
+func (s *Service) topicLoop(ob *ownedBundle, n tenancy.Name) {
 	defer s.noteOpen(n, nil)
 	backoff := 100 * time.Millisecond
 	for ob.active() {
@@ -445,7 +445,7 @@ func (s *Service) topicLoop(ob *ownedBundle, n mledger.Name) {
 // noteOpen records the outcome of opening topic n for parked publishes:
 // a failure for want of writable bookies (ledger.ErrNotEnoughBookies) is
 // kept until an open succeeds or the topic is no longer served here.
-func (s *Service) noteOpen(n mledger.Name, err error) {
+func (s *Service) noteOpen(n tenancy.Name, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil && errors.Is(err, ledger.ErrNotEnoughBookies) {
@@ -561,14 +561,14 @@ func (s *Service) drain(ctx context.Context) {
 
 // topicAdded serves a topic new to the registry if this broker owns its
 // bundle.
-func (s *Service) topicAdded(n mledger.Name) {
+func (s *Service) topicAdded(n tenancy.Name) {
 	if ob := s.ownedBundle(s.bundleOf(n)); ob != nil {
 		s.serveTopic(ob, n)
 	}
 }
 
 // topicRemoved stops serving a deleted topic.
-func (s *Service) topicRemoved(n mledger.Name) {
+func (s *Service) topicRemoved(n tenancy.Name) {
 	s.mu.Lock()
 	t := s.topics[n]
 	s.mu.Unlock()

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/stratamesh/strata/broker/jsapi"
-	"github.com/stratamesh/strata/broker/mledger"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 func TestWithHeader(t *testing.T) {
@@ -27,7 +27,7 @@ func TestWithHeader(t *testing.T) {
 }
 
 func TestTopicSubject(t *testing.T) {
-	name := mledger.Name{Tenant: "demo", Namespace: "events", Topic: "orders"}
+	name := tenancy.Name{Tenant: "demo", Namespace: "events", Topic: "orders"}
 	for _, tc := range []struct {
 		subjects []string
 		want     string

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/stratamesh/strata/broker/bundle"
-	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/internal/meta"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // Ownership keys in the region's etcd (ARCHITECTURE §3 "Ownership"):
@@ -275,12 +275,12 @@ func (s *Service) bundleCount(tenant, ns string) int {
 }
 
 // bundleOf is the bundle topic n belongs to.
-func (s *Service) bundleOf(n mledger.Name) bundle.ID {
+func (s *Service) bundleOf(n tenancy.Name) bundle.ID {
 	return bundle.Of(n.Tenant, n.Namespace, n.Topic, s.bundleCount(n.Tenant, n.Namespace))
 }
 
 // ownerOf is the broker owning topic n's bundle ("" when none).
-func (s *Service) ownerOf(n mledger.Name) string { return s.place.owner(s.bundleOf(n)) }
+func (s *Service) ownerOf(n tenancy.Name) string { return s.place.owner(s.bundleOf(n)) }
 
 // allBundles is every bundle of the region: those of the configured
 // namespaces and of the namespaces of known topics.

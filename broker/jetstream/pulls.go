@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/stratamesh/strata/broker/jsapi"
-	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/broker/natsproto"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // forwardedPull is a pull request a client of this broker made, which
@@ -17,7 +17,7 @@ import (
 // told "409 Leadership Change" so that it pulls again at once (nats.go
 // resets its pending counts and re-issues the pull).
 type forwardedPull struct {
-	topic   mledger.Name
+	topic   tenancy.Name
 	owner   string
 	expires time.Time
 }
@@ -30,7 +30,7 @@ const pullPrefix = "$JS.API.CONSUMER.MSG.NEXT."
 const defaultPullLifetime = 5 * time.Minute
 
 // trackPull records a client's pull request forwarded to owner.
-func (s *Service) trackPull(name mledger.Name, owner string, m message) {
+func (s *Service) trackPull(name tenancy.Name, owner string, m message) {
 	if m.origin != s.cfg.Name || m.reply == "" || !strings.HasPrefix(m.subject, pullPrefix) {
 		return
 	}

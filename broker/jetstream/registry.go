@@ -10,6 +10,7 @@ import (
 	"github.com/stratamesh/strata/broker/jsapi"
 	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/broker/sublist"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // topicSpec is what this package keeps in a topic's opaque spec: the
@@ -21,7 +22,7 @@ type topicSpec struct {
 
 // stream is one registry entry: a topic as the JetStream API sees it.
 type stream struct {
-	name    mledger.Name
+	name    tenancy.Name
 	stream  string // stream name (per tenant)
 	config  jsapi.StreamConfig
 	created time.Time
@@ -34,14 +35,14 @@ type stream struct {
 type registry struct {
 	mu       sync.RWMutex
 	byStream map[string]map[string]*stream // tenant → stream name → entry
-	byTopic  map[mledger.Name]*stream
+	byTopic  map[tenancy.Name]*stream
 	capture  *sublist.List[*stream]
 }
 
 func newRegistry() *registry {
 	return &registry{
 		byStream: map[string]map[string]*stream{},
-		byTopic:  map[mledger.Name]*stream{},
+		byTopic:  map[tenancy.Name]*stream{},
 		capture:  sublist.New[*stream](),
 	}
 }
@@ -71,7 +72,7 @@ func (r *registry) put(st *stream) bool {
 }
 
 // remove drops a topic's entry, if present.
-func (r *registry) remove(name mledger.Name) {
+func (r *registry) remove(name tenancy.Name) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if st := r.byTopic[name]; st != nil {
@@ -97,7 +98,7 @@ func (r *registry) lookup(tenant, name string) *stream {
 }
 
 // topic returns the entry of a topic, or nil.
-func (r *registry) topic(name mledger.Name) *stream {
+func (r *registry) topic(name tenancy.Name) *stream {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.byTopic[name]
@@ -159,10 +160,10 @@ func (r *registry) streams(tenant, filter string) []*stream {
 }
 
 // all returns every topic in the registry.
-func (r *registry) all() []mledger.Name {
+func (r *registry) all() []tenancy.Name {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make([]mledger.Name, 0, len(r.byTopic))
+	out := make([]tenancy.Name, 0, len(r.byTopic))
 	for n := range r.byTopic {
 		out = append(out, n)
 	}
@@ -173,7 +174,7 @@ func (r *registry) all() []mledger.Name {
 // without a JetStream spec (created by the admin API) gets the derived
 // stream "<namespace>:<topic>" with subjects "t.ns.topic" and
 // "t.ns.topic.>" (spec §4).
-func decodeStream(name mledger.Name, meta mledger.TopicMeta) *stream {
+func decodeStream(name tenancy.Name, meta mledger.TopicMeta) *stream {
 	var spec topicSpec
 	if len(meta.Spec) > 0 {
 		_ = json.Unmarshal(meta.Spec, &spec)
@@ -191,13 +192,13 @@ func decodeStream(name mledger.Name, meta mledger.TopicMeta) *stream {
 // <namespace>/<name>, where namespace is the stream's
 // metadata["strata.namespace"] or the default. ok is false when the name
 // is not a valid Strata token.
-func topicForStream(tenant, defaultNS, name string, metadata map[string]string) (mledger.Name, bool) {
+func topicForStream(tenant, defaultNS, name string, metadata map[string]string) (tenancy.Name, bool) {
 	if ns, topic, found := strings.Cut(name, ":"); found {
-		return mledger.Name{Tenant: tenant, Namespace: ns, Topic: topic}, validToken(ns) && validToken(topic)
+		return tenancy.Name{Tenant: tenant, Namespace: ns, Topic: topic}, tenancy.ValidToken(ns) && tenancy.ValidToken(topic)
 	}
 	ns := defaultNS
 	if v := metadata["strata.namespace"]; v != "" {
 		ns = v
 	}
-	return mledger.Name{Tenant: tenant, Namespace: ns, Topic: name}, validToken(ns) && validToken(name)
+	return tenancy.Name{Tenant: tenant, Namespace: ns, Topic: name}, tenancy.ValidToken(ns) && tenancy.ValidToken(name)
 }

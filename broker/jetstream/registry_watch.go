@@ -27,7 +27,7 @@ func (s *Service) loadRegistry(ctx context.Context) (int64, error) {
 // applyTopicKV puts one topic's metadata into the registry; campaign says
 // whether to campaign for a topic new to the registry.
 func (s *Service) applyTopicKV(kv meta.KV, campaign bool) {
-	name, ok := mledger.ParseKey(kv.Key)
+	name, ok := mledger.ParseTopicKey(kv.Key)
 	if !ok {
 		return
 	}
@@ -49,7 +49,7 @@ func (s *Service) watchRegistry(rev int64) {
 			case meta.EventPut:
 				s.applyTopicKV(ev.KV, true)
 			case meta.EventDelete:
-				if name, ok := mledger.ParseKey(ev.KV.Key); ok {
+				if name, ok := mledger.ParseTopicKey(ev.KV.Key); ok {
 					s.reg.remove(name)
 					s.topicRemoved(name)
 				}

@@ -11,6 +11,7 @@ import (
 	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/replicator"
 	"github.com/stratamesh/strata/replicator/wire"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // The receiving side of replication (ARCHITECTURE §4; issue 8): a batch
@@ -48,7 +49,7 @@ func (s *Service) dispatchRepl(m message) {
 		s.cfg.Logger.Warn("dropping a malformed replication request", "subject", m.subject, "err", err)
 		return
 	}
-	name := mledger.Name{Tenant: id.Tenant, Namespace: id.Namespace, Topic: id.Topic}
+	name := tenancy.Name{Tenant: id.Tenant, Namespace: id.Namespace, Topic: id.Topic}
 	if s.reg.topic(name) != nil {
 		s.toOwner(name, m, func(t *topic) { t.receive(m) })
 		return
@@ -69,11 +70,11 @@ func (s *Service) dispatchRepl(m message) {
 // createReplicated creates topic n as the batch in m defines it (a
 // topic another region replicates here). Errors: a malformed batch, a
 // namespace this region's topology lacks, etcd's.
-func (s *Service) createReplicated(n mledger.Name, m message) error {
+func (s *Service) createReplicated(n tenancy.Name, m message) error {
 	if _, ok := s.cfg.Tenants[n.Tenant][n.Namespace]; !ok {
 		return errors.New("namespace " + n.Tenant + "/" + n.Namespace + " does not exist in region " + s.cfg.Region)
 	}
-	_, def, err := wire.DecodeBatch(replicator.TopicID{Tenant: n.Tenant, Namespace: n.Namespace, Topic: n.Topic}, m.data)
+	_, def, err := wire.DecodeBatch(n, m.data)
 	if err != nil {
 		return err
 	}
@@ -102,7 +103,7 @@ func (s *Service) dropTombstoned(m message, b *replicator.Batch) {
 // replFailed answers a batch that could not be handled with Failed.
 func (s *Service) replFailed(m message, err error) {
 	var id uint64
-	if b, _, derr := wire.DecodeBatch(replicator.TopicID{Tenant: "x", Namespace: "x", Topic: "x"}, m.data); derr == nil {
+	if b, _, derr := wire.DecodeBatch(tenancy.Name{Tenant: "x", Namespace: "x", Topic: "x"}, m.data); derr == nil {
 		id = b.ID
 	}
 	s.respond(m.reply, wire.EncodeAnswer(wire.Answer{Answer: replicator.Answer{Batch: id, Kind: replicator.Failed}, Error: err.Error()}))
@@ -110,7 +111,7 @@ func (s *Service) replFailed(m message, err error) {
 
 // receive stores a batch at the topic's owner and answers it.
 func (t *topic) receive(m message) {
-	id := replicator.TopicID{Tenant: t.name.Tenant, Namespace: t.name.Namespace, Topic: t.name.Topic}
+	id := t.name
 	b, _, err := wire.DecodeBatch(id, m.data)
 	if err != nil {
 		t.s.replFailed(m, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/stratamesh/strata/replicator"
 	"github.com/stratamesh/strata/replicator/link"
 	"github.com/stratamesh/strata/replicator/wire"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // Replicator cursors (ARCHITECTURE §4; issue 8): the owner of a topic
@@ -29,7 +30,7 @@ import (
 // "repl/<t>/<ns>/<topic>/<remote>" → replicator.SenderState as JSON.
 const replPrefix = "repl/"
 
-func replDir(n mledger.Name) string { return replPrefix + n.String() + "/" }
+func replDir(n tenancy.Name) string { return replPrefix + n.String() + "/" }
 
 // ReplCursorName is the name of the replicator cursor towards remote.
 func ReplCursorName(remote string) string { return "__repl." + remote }
@@ -87,7 +88,7 @@ func (s *Service) replConfig() replicator.Config {
 // remotesOf is the regions topic n replicates to from here: its
 // namespace's replication list without this region, or none when the
 // list does not name this region (or replication is off here).
-func (s *Service) remotesOf(n mledger.Name) []string {
+func (s *Service) remotesOf(n tenancy.Name) []string {
 	if s.cfg.Region == "" || s.cfg.RemoteBrokers == nil {
 		return nil
 	}

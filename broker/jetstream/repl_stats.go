@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/replicator"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // ReplicationStats is one replicator cursor of a topic (a topic's
@@ -190,8 +190,8 @@ const replAdminPrefix = "$STRATA.ADMIN.REPL."
 // dispatchReplAdmin answers a replication-state request at the topic's
 // owner.
 func (s *Service) dispatchReplAdmin(m message) {
-	n, ok := mledger.ParseName(strings.ReplaceAll(strings.TrimPrefix(m.subject, replAdminPrefix), ".", "/"))
-	if !ok || s.reg.topic(n) == nil {
+	n, err := tenancy.ParseName(strings.ReplaceAll(strings.TrimPrefix(m.subject, replAdminPrefix), ".", "/"))
+	if err != nil || s.reg.topic(n) == nil {
 		return
 	}
 	s.toOwner(n, m, func(t *topic) {

@@ -14,6 +14,7 @@ import (
 	"github.com/stratamesh/strata/internal/meta"
 	"github.com/stratamesh/strata/replicator"
 	"github.com/stratamesh/strata/replicator/wire"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // Replicated subscriptions (ARCHITECTURE §4; issue 8 item 5). A durable
@@ -45,7 +46,7 @@ const (
 
 const rsubsPrefix = "rsubs/"
 
-func rsubKey(n mledger.Name, consumerName string) string {
+func rsubKey(n tenancy.Name, consumerName string) string {
 	return rsubsPrefix + n.String() + "/" + consumerName
 }
 
@@ -95,7 +96,7 @@ func (t *topic) newRsub(name string, persisted []byte) *rsub {
 func (rs *rsub) covers(o *replicator.Origin) bool { return o.Seq > 0 && rs.set.Contains(*o) }
 
 // loadSubSets reads topic n's persisted replicated subscription sets.
-func loadSubSets(ctx context.Context, st *meta.Store, n mledger.Name) (map[string][]byte, error) {
+func loadSubSets(ctx context.Context, st *meta.Store, n tenancy.Name) (map[string][]byte, error) {
 	dir := rsubsPrefix + n.String() + "/"
 	kvs, err := st.List(ctx, dir)
 	if err != nil {
@@ -253,7 +254,7 @@ func (r *runner) shipLoop() {
 
 // ship sends one sync to remote and waits for its reply.
 func (r *runner) ship(ctx context.Context, remote string, body []byte) error {
-	id := replicator.TopicID{Tenant: r.t.name.Tenant, Namespace: r.t.name.Namespace, Topic: r.t.name.Topic}
+	id := r.t.name
 	return r.t.s.linkRequest(ctx, remote, wire.SubSyncSubject(id), body)
 }
 
@@ -296,7 +297,7 @@ func (s *Service) dispatchSubSync(m message) {
 	if err != nil {
 		return
 	}
-	name := mledger.Name{Tenant: id.Tenant, Namespace: id.Namespace, Topic: id.Topic}
+	name := tenancy.Name{Tenant: id.Tenant, Namespace: id.Namespace, Topic: id.Topic}
 	if s.reg.topic(name) == nil {
 		s.subSyncReply(m.reply, errors.New("topic "+name.String()+" does not exist in region "+s.cfg.Region+" yet"))
 		return

@@ -12,6 +12,7 @@ import (
 	"github.com/stratamesh/strata/internal/meta"
 	"github.com/stratamesh/strata/replicator"
 	"github.com/stratamesh/strata/replicator/wire"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // Tombstones (ARCHITECTURE §4; issue 8 item 6): deleting or purging a
@@ -86,7 +87,7 @@ func formatNanos(at time.Time) string { return at.Format("20060102T150405.000000
 // namespace, with its definition spec, so they create or update their
 // copy without waiting for a message. Errors: etcd's (the stream exists
 // here anyway; the other regions create it with its first message).
-func (s *Service) queueDefinition(ctx context.Context, n mledger.Name, kind string, spec []byte) error {
+func (s *Service) queueDefinition(ctx context.Context, n tenancy.Name, kind string, spec []byte) error {
 	remotes := s.remotesOf(n)
 	if len(remotes) == 0 {
 		return nil
@@ -103,7 +104,7 @@ func (s *Service) queueDefinition(ctx context.Context, n mledger.Name, kind stri
 
 // applyDefinition creates or updates this region's copy of topic n from
 // another region's definition (a create or update record).
-func (s *Service) applyDefinition(ctx context.Context, n mledger.Name, tb *wire.Tombstone, m message) {
+func (s *Service) applyDefinition(ctx context.Context, n tenancy.Name, tb *wire.Tombstone, m message) {
 	reply := m.reply
 	if s.reg.topic(n) == nil {
 		err := mledger.Create(ctx, s.cfg.Store, n, tb.Definition, s.cfg.Now().UTC())
@@ -181,15 +182,15 @@ func (s *Service) tombLoop() {
 			if i < 0 {
 				continue
 			}
-			name, ok := mledger.ParseName(rest[:i])
-			if !ok || s.ownerOf(name) != s.cfg.Name || now.Before(next[kv.Key]) {
+			name, err := tenancy.ParseName(rest[:i])
+			if err != nil || s.ownerOf(name) != s.cfg.Name || now.Before(next[kv.Key]) {
 				continue
 			}
 			subject := wire.TombstoneSubject
 			if strings.HasPrefix(rest[i+1:], tombSubPrefix) {
 				subject = wire.SubSyncSubject
 			}
-			id := replicator.TopicID{Tenant: name.Tenant, Namespace: name.Namespace, Topic: name.Topic}
+			id := name
 			if err := s.linkRequest(s.ctx, remote, subject(id), kv.Value); err != nil {
 				d := min(max(2*wait[kv.Key], time.Second), tombRetryMax)
 				wait[kv.Key], next[kv.Key] = d, now.Add(d)
@@ -216,7 +217,7 @@ func (s *Service) dispatchTombstone(m message) {
 		s.subSyncReply(m.reply, err)
 		return
 	}
-	name := mledger.Name{Tenant: id.Tenant, Namespace: id.Namespace, Topic: id.Topic}
+	name := tenancy.Name{Tenant: id.Tenant, Namespace: id.Namespace, Topic: id.Topic}
 	s.goAPI(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, apiTimeout)
 		defer cancel()
@@ -255,7 +256,7 @@ func (s *Service) dispatchTombstone(m message) {
 
 // recordTombstone adds a deletion's streams to the topic's inbound
 // tombstone.
-func (s *Service) recordTombstone(ctx context.Context, n mledger.Name, tb *wire.Tombstone) error {
+func (s *Service) recordTombstone(ctx context.Context, n tenancy.Name, tb *wire.Tombstone) error {
 	cur := s.inTombstone(ctx, n)
 	for _, st := range tb.Streams {
 		if !slices.Contains(cur.Streams, st) {
@@ -269,7 +270,7 @@ func (s *Service) recordTombstone(ctx context.Context, n mledger.Name, tb *wire.
 }
 
 // inTombstone reads topic n's inbound tombstone (empty when none).
-func (s *Service) inTombstone(ctx context.Context, n mledger.Name) inTombstone {
+func (s *Service) inTombstone(ctx context.Context, n tenancy.Name) inTombstone {
 	var cur inTombstone
 	if kv, err := s.cfg.Store.Get(ctx, tombInPrefix+n.String()); err == nil {
 		_ = json.Unmarshal(kv.Value, &cur)
@@ -278,6 +279,6 @@ func (s *Service) inTombstone(ctx context.Context, n mledger.Name) inTombstone {
 }
 
 // tombstoned reports whether origin stream st of topic n was deleted.
-func (s *Service) tombstoned(ctx context.Context, n mledger.Name, st replicator.Stream) bool {
+func (s *Service) tombstoned(ctx context.Context, n tenancy.Name, st replicator.Stream) bool {
 	return slices.Contains(s.inTombstone(ctx, n).Streams, streamKey(st))
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stratamesh/strata/broker/consumer"
 	"github.com/stratamesh/strata/broker/jsapi"
-	"github.com/stratamesh/strata/broker/mledger"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // failingSource holds messages 1..n whose Load fails with err (nil:
@@ -38,7 +38,7 @@ func (s *failingSource) LastForSubject(string) uint64        { return 0 }
 func TestConsumerStallOnReadsIsLogged(t *testing.T) {
 	var logs bytes.Buffer
 	s := &Service{cfg: Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}}
-	tp := &topic{s: s, name: mledger.Name{Tenant: "demo", Namespace: "streams", Topic: "ORDERS"}}
+	tp := &topic{s: s, name: tenancy.Name{Tenant: "demo", Namespace: "streams", Topic: "ORDERS"}}
 	src := &failingSource{n: 3, err: errors.New("bookies unavailable: wrong instance")}
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	c, err := consumer.New(jsapi.ConsumerConfig{Durable: "proc", AckPolicy: jsapi.AckExplicit, AckWait: time.Minute}, nil, t0, src, consumer.StreamName("ORDERS"))

@@ -13,10 +13,10 @@ import (
 	"github.com/stratamesh/strata/broker"
 	"github.com/stratamesh/strata/broker/bundle"
 	"github.com/stratamesh/strata/broker/jsapi"
-	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/broker/natsproto"
 	"github.com/stratamesh/strata/internal/meta"
 	"github.com/stratamesh/strata/replicator/link"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // Service is one broker's JetStream layer. Create it with New, hand it to
@@ -36,15 +36,15 @@ type Service struct {
 	leaseOK chan struct{} // closed while lease is valid; replaced when it is lost
 
 	mu        sync.Mutex
-	topics    map[mledger.Name]*topic // topics this broker serves as owner
+	topics    map[tenancy.Name]*topic // topics this broker serves as owner
 	owned     map[bundle.ID]*ownedBundle
 	acquiring map[bundle.ID]bool
 	voided    map[meta.LeaseID]bool // dead brokers' leases revoked
-	parked    map[mledger.Name]*parking
+	parked    map[tenancy.Name]*parking
 	// openFail holds, for a topic this broker owns but cannot open for
 	// want of writable bookies, that error (topicLoop): publishes parked
 	// for it are answered with it instead of timing out.
-	openFail map[mledger.Name]error
+	openFail map[tenancy.Name]error
 	fwdPulls map[string]forwardedPull // by reply subject
 	closing  bool
 	draining bool                    // handing bundles over before stopping
@@ -71,13 +71,13 @@ func New(cfg Config) (*Service, error) {
 	return &Service{
 		cfg: cfg, reg: newRegistry(), place: newPlacement(),
 		ctx: ctx, cancel: cancel,
-		topics:    map[mledger.Name]*topic{},
+		topics:    map[tenancy.Name]*topic{},
 		owned:     map[bundle.ID]*ownedBundle{},
 		acquiring: map[bundle.ID]bool{},
 		voided:    map[meta.LeaseID]bool{},
 		settling:  map[bundle.ID]time.Time{},
-		parked:    map[mledger.Name]*parking{},
-		openFail:  map[mledger.Name]error{},
+		parked:    map[tenancy.Name]*parking{},
+		openFail:  map[tenancy.Name]error{},
 		fwdPulls:  map[string]forwardedPull{},
 		links:     map[string]*link.Link{},
 		apiSem:    make(chan struct{}, DefaultAPIConcurrency),
@@ -281,7 +281,7 @@ func (s *Service) onForward(_, _, _, payload []byte) {
 			// A topic created a moment ago, which this broker's registry
 			// has not seen yet: wait for it (parked, in order), as for a
 			// topic without a serving owner.
-			if name, ok := mledger.ParseName(e.Topic); ok {
+			if name, err := tenancy.ParseName(e.Topic); err == nil {
 				s.toOwner(name, m, func(t *topic) { t.publish(m) })
 			}
 			return
@@ -310,7 +310,7 @@ func (s *Service) onDelivery(_, _, _, payload []byte) {
 
 // forward sends m, a message for topic name, to broker owner over the
 // internal link.
-func (s *Service) forward(name mledger.Name, owner string, m message) {
+func (s *Service) forward(name tenancy.Name, owner string, m message) {
 	s.trackPull(name, owner, m)
 	e := envelope{Hops: m.hops + 1, Origin: m.origin, Subject: m.subject, Reply: m.reply, Header: m.hdr, Data: m.data}
 	if m.stream != nil {

@@ -55,20 +55,6 @@ func subjectMatches(filter, subject string) bool {
 	}
 }
 
-// validToken is Strata's name token: [A-Za-z0-9_-]+ (ARCHITECTURE §3).
-func validToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
 // topicSubjects are the capture filters of a topic that was not created
 // through the JetStream API (spec §4): "t.ns.topic" and "t.ns.topic.>".
 func topicSubjects(tenant, ns, topic string) []string {

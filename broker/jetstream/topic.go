@@ -15,6 +15,7 @@ import (
 	"github.com/stratamesh/strata/broker/jsapi"
 	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/replicator"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 var errLeadershipLost = errors.New("jetstream: topic ownership lost")
@@ -23,7 +24,7 @@ var errLeadershipLost = errors.New("jetstream: topic ownership lost")
 // consumers' drivers.
 type topic struct {
 	s    *Service
-	name mledger.Name
+	name tenancy.Name
 	own  *ownedBundle // the bundle whose ownership it is served under
 	ml   *mledger.ML
 
@@ -73,7 +74,7 @@ func (t *topic) stream() *stream {
 // openTopic serves topic n of a bundle this broker owns: the managed
 // ledger's takeover (fencing the previous owner's ledger), then the
 // consumers from their persisted cursors.
-func (s *Service) openTopic(ctx context.Context, n mledger.Name, own *ownedBundle) (*topic, error) {
+func (s *Service) openTopic(ctx context.Context, n tenancy.Name, own *ownedBundle) (*topic, error) {
 	st := s.reg.topic(n)
 	if st == nil {
 		tm, _, err := mledger.Load(ctx, s.cfg.Store, n)

@@ -9,6 +9,7 @@ import (
 	"github.com/stratamesh/strata/bookie/bookietest/cluster"
 	"github.com/stratamesh/strata/internal/meta"
 	"github.com/stratamesh/strata/internal/meta/metatest"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // BenchmarkPublish measures Publish throughput end to end: 128-byte
@@ -35,7 +36,7 @@ func benchPublish(b *testing.B, region string) {
 	lc := bk.Client(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	name := Name{Tenant: "bench", Namespace: "ns", Topic: fmt.Sprintf("publish-%d", b.N)}
+	name := tenancy.Name{Tenant: "bench", Namespace: "ns", Topic: fmt.Sprintf("publish-%d", b.N)}
 	if err := Create(ctx, st, name, []byte(`{}`), time.Now()); err != nil {
 		b.Fatal(err)
 	}

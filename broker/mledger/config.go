@@ -9,6 +9,7 @@ import (
 
 	"github.com/stratamesh/strata/bookie/ledger"
 	"github.com/stratamesh/strata/internal/meta"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // Defaults of Limits and Config.
@@ -246,7 +247,7 @@ func (c Config) Validate() error {
 	if c.Ledgers == nil {
 		errs = append(errs, errors.New("mledger: Config.Ledgers is required"))
 	}
-	if c.Region != "" && !validToken(c.Region) {
+	if c.Region != "" && !tenancy.ValidToken(c.Region) {
 		errs = append(errs, fmt.Errorf("mledger: Config.Region %q is not a token of [A-Za-z0-9_-]+", c.Region))
 	}
 	if c.Cond.Key == "" {

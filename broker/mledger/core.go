@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stratamesh/strata/replicator"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // core is the managed ledger's logical state machine: sequences, the
@@ -49,7 +50,7 @@ type core struct {
 
 	// topic, region and incarnation identify local messages' origin
 	// (region "": local messages get none).
-	topic       replicator.TopicID
+	topic       tenancy.Name
 	region      string
 	incarnation string
 	recv        *replicator.Receiver
@@ -132,7 +133,7 @@ func newReceiver() *replicator.Receiver {
 
 // setOrigin names the topic and the local origin: region ("" for none)
 // and the topic's incarnation.
-func (c *core) setOrigin(topic replicator.TopicID, region, incarnation string) {
+func (c *core) setOrigin(topic tenancy.Name, region, incarnation string) {
 	c.topic, c.region, c.incarnation = topic, region, incarnation
 }
 

@@ -355,7 +355,7 @@ func TestCoreAgainstModel(t *testing.T) {
 					tm = &TopicMeta{FirstSeq: c.first, Snapshot: c.snapshot(now, 1000)}
 				}
 				tm.Ledgers = c.ledgerInfos()
-				r, from, err := restoreCore(tm, lim, 1000, testTopic.TopicID(), "")
+				r, from, err := restoreCore(tm, lim, 1000, testTopic, "")
 				if err != nil {
 					t.Fatalf("restore: %v", err)
 				}

@@ -253,7 +253,7 @@ func TestSnapshotRestore(t *testing.T) {
 	c.trim(15, &info{from: 21, size: all.size, times: all.times})
 	c.closeLedger(3, 5, 150)
 	tm := TopicMeta{FirstSeq: c.first, Ledgers: c.ledgerInfos(), Snapshot: c.snapshot(t0.Add(30*time.Second), 100)}
-	r, from, err := restoreCore(&tm, Limits{}, 1000, testTopic.TopicID(), "")
+	r, from, err := restoreCore(&tm, Limits{}, 1000, testTopic, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 	// A hole in the list is refused.
 	tm.Ledgers[1].FirstSeq++
-	if _, _, err := restoreCore(&tm, Limits{}, 1000, testTopic.TopicID(), ""); !errors.Is(err, ErrCorrupt) {
+	if _, _, err := restoreCore(&tm, Limits{}, 1000, testTopic, ""); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("hole: %v", err)
 	}
 }

@@ -5,7 +5,7 @@
 //
 // # What it owns
 //
-//   - The topic's record at Name.Key() = "topics/<tenant>/<namespace>/<topic>"
+//   - The topic's record at TopicKey(name) = "topics/<tenant>/<namespace>/<topic>"
 //     under the region's Store prefix (TopicMeta, JSON, snake_case): the
 //     caller's opaque Spec, the incarnation, the region its compact
 //     records name (Region, below), FirstSeq, the ledger list

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stratamesh/strata/tenancy"
 )
 
 func sameMessage(a, b Message) bool {
@@ -488,7 +490,7 @@ func TestLedgerInfoCompat(t *testing.T) {
 	if l := tm.Ledgers[1]; l.Msgs != -1 || l.Entries != -1 || l.State != LedgerOpen {
 		t.Fatalf("old open ledger: %+v", l)
 	}
-	if _, _, err := restoreCore(&TopicMeta{FirstSeq: 1, Ledgers: tm.Ledgers[:1]}, Limits{}, 1000, testTopic.TopicID(), ""); err != nil {
+	if _, _, err := restoreCore(&TopicMeta{FirstSeq: 1, Ledgers: tm.Ledgers[:1]}, Limits{}, 1000, testTopic, ""); err != nil {
 		t.Fatalf("restore from an old list: %v", err)
 	}
 	li := LedgerInfo{ID: 5, FirstSeq: 11, Entries: 2, Msgs: 7, Bytes: 90, State: LedgerClosed}
@@ -503,19 +505,19 @@ func TestLedgerInfoCompat(t *testing.T) {
 }
 
 func TestNameKey(t *testing.T) {
-	n := Name{Tenant: "acme", Namespace: "prod", Topic: "orders-partition-1"}
-	if n.String() != "acme/prod/orders-partition-1" || n.Key() != "topics/acme/prod/orders-partition-1" {
-		t.Fatalf("String %q Key %q", n.String(), n.Key())
+	n := tenancy.Name{Tenant: "acme", Namespace: "prod", Topic: "orders-partition-1"}
+	if n.String() != "acme/prod/orders-partition-1" || TopicKey(n) != "topics/acme/prod/orders-partition-1" {
+		t.Fatalf("String %q Key %q", n.String(), TopicKey(n))
 	}
-	if got, ok := ParseKey(n.Key()); !ok || got != n {
-		t.Fatalf("ParseKey(%q) = %v, %v", n.Key(), got, ok)
+	if got, ok := ParseTopicKey(TopicKey(n)); !ok || got != n {
+		t.Fatalf("ParseTopicKey(%q) = %v, %v", TopicKey(n), got, ok)
 	}
 	for _, k := range []string{"topics/a/b", "topics/a/b/c/d", "ledgers/a/b/c", "topics/a/b/c.d", "topics//b/c"} {
-		if _, ok := ParseKey(k); ok {
-			t.Errorf("ParseKey(%q) accepted", k)
+		if _, ok := ParseTopicKey(k); ok {
+			t.Errorf("ParseTopicKey(%q) accepted", k)
 		}
 	}
-	if (Name{Tenant: "a", Namespace: "b", Topic: "x:y"}).Validate() == nil {
+	if (tenancy.Name{Tenant: "a", Namespace: "b", Topic: "x:y"}).Validate() == nil {
 		t.Error("Validate accepted ':'")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stratamesh/strata/bookie/ledger"
 	"github.com/stratamesh/strata/internal/meta"
 	"github.com/stratamesh/strata/internal/meta/metatest"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 func TestMain(m *testing.M) { metatest.Main(m) }
@@ -40,13 +41,13 @@ func newEnv(t *testing.T) *env {
 	return &env{t: t, st: st, bk: bk, lc: bk.Client(t)}
 }
 
-var testTopic = Name{Tenant: "acme", Namespace: "prod", Topic: "orders"}
+var testTopic = tenancy.Name{Tenant: "acme", Namespace: "prod", Topic: "orders"}
 
 // testRegion is the local region of the tests' MLs (Config.Region).
 const testRegion = "us-east"
 
 // create creates the topic with spec.
-func (e *env) create(name Name, spec string) {
+func (e *env) create(name tenancy.Name, spec string) {
 	e.t.Helper()
 	if err := Create(testCtx(e.t), e.st, name, []byte(spec), time.Now()); err != nil {
 		e.t.Fatal(err)
@@ -56,7 +57,7 @@ func (e *env) create(name Name, spec string) {
 // takeOwnership makes a new owner of name: it writes the ownership key,
 // which breaks every earlier owner's condition, and returns the new
 // condition.
-func (e *env) takeOwnership(name Name) meta.Cond {
+func (e *env) takeOwnership(name tenancy.Name) meta.Cond {
 	e.t.Helper()
 	key := "owners/" + name.String()
 	rev, err := e.st.Put(testCtx(e.t), key, fmt.Appendf(nil, "owner-%d", e.owner.Add(1)))
@@ -92,7 +93,7 @@ func (l *lostRecorder) calls() []error {
 
 // config is a Config for a new owner of name (E3/Qw2/Qa2 over the 4
 // bookies, region testRegion); mod may change it.
-func (e *env) config(name Name, lost *lostRecorder, mod ...func(*Config)) Config {
+func (e *env) config(name tenancy.Name, lost *lostRecorder, mod ...func(*Config)) Config {
 	cfg := Config{
 		Store: e.st, Ledgers: e.lc, Ensemble: 3, WriteQuorum: 2, AckQuorum: 2, Region: testRegion,
 		Cond: e.takeOwnership(name), MaintenanceInterval: 50 * time.Millisecond,
@@ -109,7 +110,7 @@ func (e *env) config(name Name, lost *lostRecorder, mod ...func(*Config)) Config
 
 // open takes name over with cfg; the ML is dropped at the end of the
 // test if still running.
-func (e *env) open(name Name, cfg Config) *ML {
+func (e *env) open(name tenancy.Name, cfg Config) *ML {
 	e.t.Helper()
 	ml, err := Open(testCtx(e.t), cfg, name)
 	if err != nil {
@@ -207,7 +208,7 @@ func (a *atomicTime) set(t time.Time) { a.v.Store(t.UnixNano()) }
 func (a *atomicTime) now() time.Time  { return time.Unix(0, a.v.Load()).UTC() }
 
 // ledgersOf lists the region's ledgers created for name (CustomTopic).
-func (e *env) ledgersOf(name Name) []int64 {
+func (e *env) ledgersOf(name tenancy.Name) []int64 {
 	e.t.Helper()
 	mds, err := e.lc.List(testCtx(e.t))
 	if err != nil {

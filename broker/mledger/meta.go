@@ -11,6 +11,7 @@ import (
 
 	"github.com/stratamesh/strata/internal/meta"
 	"github.com/stratamesh/strata/replicator"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // Ledger states in LedgerInfo.State.
@@ -19,7 +20,7 @@ const (
 	LedgerClosed = "closed"
 )
 
-// TopicMeta is a topic's record in etcd at Name.Key() (JSON, snake_case).
+// TopicMeta is a topic's record in etcd at TopicKey(name) (JSON, snake_case).
 type TopicMeta struct {
 	// Spec is opaque to the ML: the caller's topic configuration (the
 	// JetStream StreamConfig as JSON). Must be valid JSON when set.
@@ -181,7 +182,7 @@ type DedupEntry struct {
 // created at now, a new incarnation, no ledgers, FirstSeq 1. ErrExists if
 // the key exists (a CAS on revision 0). It is not ownership-conditioned:
 // the first Open takes the topic over.
-func Create(ctx context.Context, st *meta.Store, name Name, spec []byte, now time.Time) error {
+func Create(ctx context.Context, st *meta.Store, name tenancy.Name, spec []byte, now time.Time) error {
 	if err := name.Validate(); err != nil {
 		return err
 	}
@@ -189,7 +190,7 @@ func Create(ctx context.Context, st *meta.Store, name Name, spec []byte, now tim
 		return fmt.Errorf("mledger: create %s: spec is not valid JSON", name)
 	}
 	tm := TopicMeta{Spec: spec, Created: now.UTC(), Incarnation: newIncarnation(), FirstSeq: 1, Ledgers: []LedgerInfo{}}
-	if _, err := meta.CASJSON(ctx, st, name.Key(), tm, 0); err != nil {
+	if _, err := meta.CASJSON(ctx, st, TopicKey(name), tm, 0); err != nil {
 		if errors.Is(err, meta.ErrConflict) {
 			return fmt.Errorf("%w: %s", ErrExists, name)
 		}
@@ -200,8 +201,8 @@ func Create(ctx context.Context, st *meta.Store, name Name, spec []byte, now tim
 
 // Load reads a topic's metadata and its mod revision. ErrNotFound if
 // absent.
-func Load(ctx context.Context, st *meta.Store, name Name) (TopicMeta, int64, error) {
-	tm, kv, err := meta.GetJSON[TopicMeta](ctx, st, name.Key())
+func Load(ctx context.Context, st *meta.Store, name tenancy.Name) (TopicMeta, int64, error) {
+	tm, kv, err := meta.GetJSON[TopicMeta](ctx, st, TopicKey(name))
 	if err != nil {
 		if errors.Is(err, meta.ErrNotFound) {
 			return TopicMeta{}, 0, fmt.Errorf("%w: topic %s", ErrNotFound, name)
@@ -212,14 +213,14 @@ func Load(ctx context.Context, st *meta.Store, name Name) (TopicMeta, int64, err
 }
 
 // List returns every topic with metadata in st, sorted by key.
-func List(ctx context.Context, st *meta.Store) ([]Name, error) {
+func List(ctx context.Context, st *meta.Store) ([]tenancy.Name, error) {
 	kvs, err := st.List(ctx, TopicsPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("mledger: list topics: %w", err)
 	}
-	names := make([]Name, 0, len(kvs))
+	names := make([]tenancy.Name, 0, len(kvs))
 	for _, kv := range kvs {
-		if n, ok := ParseKey(kv.Key); ok {
+		if n, ok := ParseTopicKey(kv.Key); ok {
 			names = append(names, n)
 		}
 	}

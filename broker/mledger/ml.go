@@ -12,6 +12,7 @@ import (
 	"github.com/stratamesh/strata/bookie/ledger"
 	"github.com/stratamesh/strata/internal/meta"
 	"github.com/stratamesh/strata/replicator"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // ledgerPassword protects the ML's ledgers (fencing needs it). The same
@@ -27,7 +28,7 @@ const CustomTopic = "strata.topic"
 // package doc. Safe for concurrent use.
 type ML struct {
 	cfg  Config
-	name Name
+	name tenancy.Name
 	key  string
 	log  *slog.Logger
 	// local is the origin stream the topic's compact records stand for
@@ -154,10 +155,10 @@ type request struct {
 	reply chan error
 }
 
-func newML(cfg Config, name Name, tm *TopicMeta, rev int64, c *core) *ML {
+func newML(cfg Config, name tenancy.Name, tm *TopicMeta, rev int64, c *core) *ML {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &ML{
-		cfg: cfg, name: name, key: name.Key(), local: tm.Local(),
+		cfg: cfg, name: name, key: TopicKey(name), local: tm.Local(),
 		log: cfg.Logger.With("topic", name.String()),
 		ctx: ctx, cancel: cancel,
 		core: c, spec: slices.Clone([]byte(tm.Spec)), created: tm.Created,
@@ -176,7 +177,7 @@ func newML(cfg Config, name Name, tm *TopicMeta, rev int64, c *core) *ML {
 }
 
 // Name is the topic's name.
-func (m *ML) Name() Name { return m.name }
+func (m *ML) Name() tenancy.Name { return m.name }
 
 // Done is closed when the ML has stopped, for any reason, and every
 // pending publish has been answered.

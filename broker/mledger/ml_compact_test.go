@@ -5,13 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // storedFlags reads every entry of name's ledgers from the bookies and
 // returns the flags byte of each message's record, by topic sequence,
 // checking that the entries decode with the topic's Local (TopicMeta)
 // and that each record has the size EncodedSize gives it.
-func (e *env) storedFlags(name Name) map[uint64]byte {
+func (e *env) storedFlags(name tenancy.Name) map[uint64]byte {
 	e.t.Helper()
 	ctx := testCtx(e.t)
 	tm, _, err := Load(ctx, e.st, name)
@@ -205,7 +207,7 @@ func TestCompactWithoutRegion(t *testing.T) {
 	}
 	tm.Region = ""
 	b, _ := json.Marshal(tm)
-	if _, err := e.st.Put(ctx, testTopic.Key(), b); err != nil {
+	if _, err := e.st.Put(ctx, TopicKey(testTopic), b); err != nil {
 		t.Fatal(err)
 	}
 	ml2 := e.open(testTopic, e.config(testTopic, nil, func(c *Config) { c.Region = "" }))

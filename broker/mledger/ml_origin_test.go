@@ -13,11 +13,12 @@ import (
 
 	"github.com/stratamesh/strata/internal/testutil"
 	"github.com/stratamesh/strata/replicator"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // remote is an origin stream of region eu-west replicated into testTopic.
 func remote(inc string) replicator.Stream {
-	return replicator.Stream{Topic: testTopic.TopicID(), Region: "eu-west", Incarnation: inc}
+	return replicator.Stream{Topic: testTopic, Region: "eu-west", Incarnation: inc}
 }
 
 // originOf is the origin of message seq of stream s.
@@ -82,7 +83,7 @@ func scanOrigins(t *testing.T, ml *ML, firstLocal uint64) originScan {
 			}
 			sc.local = append(sc.local, s)
 		case m.HasOrigin():
-			str := o.Stream(testTopic.TopicID())
+			str := o.Stream(testTopic)
 			next, seen := sc.remote[str]+1, sc.remote[str] > 0
 			if !seen && st.FirstSeq > 1 { // trimmed: from the first live one
 				next = o.Seq
@@ -365,10 +366,10 @@ func TestSkipOrigin(t *testing.T) {
 		s           replicator.Stream
 		first, last uint64
 	}{
-		"own region":  {replicator.Stream{Topic: testTopic.TopicID(), Region: testRegion, Incarnation: ml.Incarnation()}, 1, 2},
+		"own region":  {replicator.Stream{Topic: testTopic, Region: testRegion, Incarnation: ml.Incarnation()}, 1, 2},
 		"first 0":     {e1, 0, 2},
 		"backwards":   {e1, 12, 11},
-		"other topic": {replicator.Stream{Topic: replicator.TopicID{Tenant: "a", Namespace: "b", Topic: "c"}, Region: "eu-west", Incarnation: "E1"}, 1, 2},
+		"other topic": {replicator.Stream{Topic: tenancy.Name{Tenant: "a", Namespace: "b", Topic: "c"}, Region: "eu-west", Incarnation: "E1"}, 1, 2},
 	} {
 		if _, err := ml.SkipOrigin(ctx, c.s, c.first, c.last); !errors.Is(err, ErrBadOrigin) {
 			t.Errorf("%s: %v", name, err)
@@ -441,7 +442,7 @@ func TestIncarnation(t *testing.T) {
 	// As written before incarnations.
 	tm.Incarnation = ""
 	b, _ := json.Marshal(tm)
-	if _, err := e.st.Put(ctx, testTopic.Key(), b); err != nil || rev == 0 {
+	if _, err := e.st.Put(ctx, TopicKey(testTopic), b); err != nil || rev == 0 {
 		t.Fatal(err)
 	}
 	noRegion := func(c *Config) { c.Region = "" }

@@ -12,6 +12,7 @@ import (
 	"github.com/stratamesh/strata/bookie/ledger"
 	"github.com/stratamesh/strata/internal/meta"
 	"github.com/stratamesh/strata/internal/testutil"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // TestPublishRolloverReopen: 1000 publishes with a rollover every 100
@@ -323,7 +324,7 @@ func TestPurgeKeepsCounter(t *testing.T) {
 func TestLimits(t *testing.T) {
 	e := newEnv(t)
 	t.Run("max msgs", func(t *testing.T) {
-		name := Name{Tenant: "acme", Namespace: "prod", Topic: "maxmsgs"}
+		name := tenancy.Name{Tenant: "acme", Namespace: "prod", Topic: "maxmsgs"}
 		e.create(name, `{}`)
 		ml := e.open(name, e.config(name, nil, func(c *Config) {
 			c.Limits.MaxMsgs, c.Limits.RolloverEntries = 10, 5
@@ -374,7 +375,7 @@ func TestLimits(t *testing.T) {
 		})
 	})
 	t.Run("discard new", func(t *testing.T) {
-		name := Name{Tenant: "acme", Namespace: "prod", Topic: "discardnew"}
+		name := tenancy.Name{Tenant: "acme", Namespace: "prod", Topic: "discardnew"}
 		e.create(name, `{}`)
 		ml := e.open(name, e.config(name, nil, func(c *Config) {
 			c.Limits.MaxMsgs, c.Limits.DiscardNew = 3, true
@@ -390,7 +391,7 @@ func TestLimits(t *testing.T) {
 		}
 	})
 	t.Run("max msg size", func(t *testing.T) {
-		name := Name{Tenant: "acme", Namespace: "prod", Topic: "msgsize"}
+		name := tenancy.Name{Tenant: "acme", Namespace: "prod", Topic: "msgsize"}
 		e.create(name, `{}`)
 		ml := e.open(name, e.config(name, nil, func(c *Config) { c.Limits.MaxMsgSize = 10 }))
 		if _, err := publish(t, ml, "s", "12345678901", PublishOptions{}); !errors.Is(err, ErrMsgTooBig) {
@@ -486,8 +487,8 @@ func TestDeleteTopic(t *testing.T) {
 
 func TestCreateLoadList(t *testing.T) {
 	st := newEnv(t).st
-	n2 := Name{Tenant: "acme", Namespace: "dev", Topic: "b"}
-	for _, n := range []Name{testTopic, n2} {
+	n2 := tenancy.Name{Tenant: "acme", Namespace: "dev", Topic: "b"}
+	for _, n := range []tenancy.Name{testTopic, n2} {
 		if err := Create(testCtx(t), st, n, []byte(`{"x":1}`), t0); err != nil {
 			t.Fatal(err)
 		}
@@ -503,7 +504,7 @@ func TestCreateLoadList(t *testing.T) {
 	if err != nil || len(names) != 2 || names[0] != n2 || names[1] != testTopic {
 		t.Fatalf("list: %v %v", names, err)
 	}
-	if _, _, err := Load(testCtx(t), st, Name{Tenant: "a", Namespace: "b", Topic: "c"}); !errors.Is(err, ErrNotFound) {
+	if _, _, err := Load(testCtx(t), st, tenancy.Name{Tenant: "a", Namespace: "b", Topic: "c"}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("load missing: %v", err)
 	}
 }
@@ -641,9 +642,9 @@ func TestRecoverSpareAndHoles(t *testing.T) {
 			}
 			return l.ID()
 		}
-		put := func(name Name, tm TopicMeta) {
+		put := func(name tenancy.Name, tm TopicMeta) {
 			tm.Created, tm.FirstSeq = t0, 1
-			if _, err := meta.PutJSON(ctx, e.st, name.Key(), tm); err != nil {
+			if _, err := meta.PutJSON(ctx, e.st, TopicKey(name), tm); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -682,7 +683,7 @@ func TestRecoverSpareAndHoles(t *testing.T) {
 				return TopicMeta{Ledgers: []LedgerInfo{open(missingLedger(), 1)}, Spare: missingLedger()}
 			}, 0},
 		} {
-			name := Name{Tenant: "acme", Namespace: "rec", Topic: fmt.Sprintf("%s-v1-%v", c.topic, v1)}
+			name := tenancy.Name{Tenant: "acme", Namespace: "rec", Topic: fmt.Sprintf("%s-v1-%v", c.topic, v1)}
 			tm := c.tm()
 			put(name, tm)
 			ml := e.open(name, e.config(name, nil))

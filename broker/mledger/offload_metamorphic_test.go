@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stratamesh/strata/internal/testutil"
+	"github.com/stratamesh/strata/tenancy"
 	"github.com/stratamesh/strata/tiered"
 	"github.com/stratamesh/strata/tiered/blob/memblob"
 )
@@ -20,8 +21,8 @@ import (
 func TestOffloadMetamorphic(t *testing.T) {
 	e := newEnv(t)
 	store := memblob.New()
-	plain := Name{Tenant: "acme", Namespace: "prod", Topic: "plain"}
-	offl := Name{Tenant: "acme", Namespace: "prod", Topic: "tiered"}
+	plain := tenancy.Name{Tenant: "acme", Namespace: "prod", Topic: "plain"}
+	offl := tenancy.Name{Tenant: "acme", Namespace: "prod", Topic: "tiered"}
 	e.create(plain, `{}`)
 	e.create(offl, `{}`)
 	const seed = 20261130
@@ -51,7 +52,7 @@ func TestOffloadMetamorphic(t *testing.T) {
 
 // runLog runs the seeded log against topic n (mod configures the ML) and
 // returns one line per observable result.
-func runLog(t *testing.T, e *env, n Name, seed uint64, mod func(*Config)) []string {
+func runLog(t *testing.T, e *env, n tenancy.Name, seed uint64, mod func(*Config)) []string {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	cfg := func() Config {
 		return e.config(n, nil, func(c *Config) {

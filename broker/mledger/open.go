@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/stratamesh/strata/bookie/ledger"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // Open takes the topic over as its owner and returns its ML:
@@ -29,7 +30,7 @@ import (
 //
 // ctx bounds Open only. Open does not wait for the old owner: fencing
 // stops it.
-func Open(ctx context.Context, cfg Config, name Name) (*ML, error) {
+func Open(ctx context.Context, cfg Config, name tenancy.Name) (*ML, error) {
 	if err := name.Validate(); err != nil {
 		return nil, err
 	}
@@ -56,7 +57,7 @@ func Open(ctx context.Context, cfg Config, name Name) (*ML, error) {
 	if tm.Region == "" { // written with the list below, before any record
 		tm.Region = cfg.Region
 	}
-	c, from, err := restoreCore(&tm, cfg.Limits, cfg.MaxEntrySize-batchHeaderSize, name.TopicID(), cfg.Region)
+	c, from, err := restoreCore(&tm, cfg.Limits, cfg.MaxEntrySize-batchHeaderSize, name, cfg.Region)
 	if err != nil {
 		return nil, fmt.Errorf("mledger: open %s: %w", name, err)
 	}

@@ -28,7 +28,7 @@ func (m *ML) Incarnation() string { return m.core.incarnation } // set before th
 // incarnation): what its replicator senders send. Region is "" when
 // Config.Region is not set.
 func (m *ML) LocalStream() replicator.Stream {
-	return replicator.Stream{Topic: m.name.TopicID(), Region: m.cfg.Region, Incarnation: m.core.incarnation}
+	return replicator.Stream{Topic: m.name, Region: m.cfg.Region, Incarnation: m.core.incarnation}
 }
 
 // LastOriginSeq is the last confirmed local origin sequence: local

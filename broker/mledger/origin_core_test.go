@@ -9,13 +9,14 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/stratamesh/strata/replicator"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 const testInc = "inc-local"
 
 func originCore() *core {
 	c := newCore(Limits{}, 1000, 1)
-	c.setOrigin(testTopic.TopicID(), testRegion, testInc)
+	c.setOrigin(testTopic, testRegion, testInc)
 	c.addLedger(1, 1)
 	return c
 }
@@ -95,7 +96,7 @@ func TestCoreOrigins(t *testing.T) {
 			t.Errorf("%s: %v, want ErrBadOrigin", name, err)
 		}
 	}
-	if err := c.checkStream(replicator.Stream{Topic: replicator.TopicID{Tenant: "x", Namespace: "y", Topic: "z"}, Region: "eu-west", Incarnation: "E1"}); !errors.Is(err, ErrBadOrigin) {
+	if err := c.checkStream(replicator.Stream{Topic: tenancy.Name{Tenant: "x", Namespace: "y", Topic: "z"}, Region: "eu-west", Incarnation: "E1"}); !errors.Is(err, ErrBadOrigin) {
 		t.Errorf("another topic's stream: %v", err)
 	}
 	// MaxMsgSize does not apply to replicated messages; the entry size does.
@@ -150,7 +151,7 @@ func TestCoreOrigins(t *testing.T) {
 
 	restore := func(tm TopicMeta, replay []Message) *core {
 		t.Helper()
-		r, from, err := restoreCore(&tm, Limits{}, 1000, testTopic.TopicID(), testRegion)
+		r, from, err := restoreCore(&tm, Limits{}, 1000, testTopic, testRegion)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,8 +183,8 @@ func TestCoreOrigins(t *testing.T) {
 	}
 	// A snapshot naming another topic's stream is corrupt.
 	bad := snap2
-	bad.Snapshot = &Snapshot{Origins: []replicator.StreamState{{Stream: replicator.Stream{Topic: replicator.TopicID{Tenant: "a", Namespace: "b", Topic: "c"}, Region: "x", Incarnation: "y"}, HWM: 1}}}
-	if _, _, err := restoreCore(&bad, Limits{}, 1000, testTopic.TopicID(), testRegion); !errors.Is(err, ErrCorrupt) {
+	bad.Snapshot = &Snapshot{Origins: []replicator.StreamState{{Stream: replicator.Stream{Topic: tenancy.Name{Tenant: "a", Namespace: "b", Topic: "c"}, Region: "x", Incarnation: "y"}, HWM: 1}}}
+	if _, _, err := restoreCore(&bad, Limits{}, 1000, testTopic, testRegion); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("another topic's mark: %v", err)
 	}
 }
@@ -259,7 +260,7 @@ type originEvent struct {
 // message moves its stream's mark to its sequence (a jump past mark+1
 // counts as a gap record's loss), a gap record moves it to its last
 // sequence and counts the ones above the old mark as lost.
-func foldMarks(topic replicator.TopicID, events []originEvent) map[replicator.Stream]replicator.StreamState {
+func foldMarks(topic tenancy.Name, events []originEvent) map[replicator.Stream]replicator.StreamState {
 	out := map[replicator.Stream]replicator.StreamState{}
 	move := func(s replicator.Stream, to uint64, jumpFrom uint64) {
 		st := out[s]

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/stratamesh/strata/replicator"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // restoreCore rebuilds the core from a topic's metadata as a new owner
@@ -14,7 +15,7 @@ import (
 // origin high-water marks; topic and region name the local origin (with
 // tm.Incarnation). The entries after the snapshot (replayFrom on) must
 // then be fed through replay. Errors wrap ErrCorrupt.
-func restoreCore(tm *TopicMeta, lim Limits, maxEntry int, topic replicator.TopicID, region string) (c *core, replayFrom uint64, err error) {
+func restoreCore(tm *TopicMeta, lim Limits, maxEntry int, topic tenancy.Name, region string) (c *core, replayFrom uint64, err error) {
 	c = newCore(lim, maxEntry, tm.FirstSeq)
 	c.setOrigin(topic, region, tm.Incarnation)
 	c.tierTrash = slices.Clone(tm.TierTrash)

@@ -15,6 +15,7 @@ import (
 	"github.com/stratamesh/strata/internal/adminclient"
 	"github.com/stratamesh/strata/internal/status"
 	"github.com/stratamesh/strata/region"
+	"github.com/stratamesh/strata/tenancy"
 	"github.com/stratamesh/strata/topology"
 )
 
@@ -137,8 +138,7 @@ func addOffloadCommands(cmd *cobra.Command, flags *adminFlags) {
 
 // checkTopicArg checks a TENANT/NAMESPACE/TOPIC argument.
 func checkTopicArg(arg string) error {
-	p := strings.Split(arg, "/")
-	if len(p) != 3 || !validName(p[0]) || !validName(p[1]) || !validName(p[2]) {
+	if _, err := tenancy.ParseName(arg); err != nil {
 		return fmt.Errorf("%q is not TENANT/NAMESPACE/TOPIC (letters, digits, '-' and '_')", arg)
 	}
 	return nil

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stratamesh/strata/internal/adminclient"
 	"net/http"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/stratamesh/strata/internal/adminclient"
+	"github.com/stratamesh/strata/tenancy"
 
 	"github.com/spf13/cobra"
 
@@ -135,11 +137,10 @@ func newAdminTopics(flags *adminFlags) *cobra.Command {
 // subscriptionWrite sends a subscription PUT or DELETE to a broker of the
 // one region (--region) and prints the topic's subscriptions there.
 func subscriptionWrite(cmd *cobra.Command, flags *adminFlags, method, topic, sub string, body any) error {
-	p := strings.Split(topic, "/")
-	if len(p) != 3 || !validName(p[0]) || !validName(p[1]) || !validName(p[2]) {
+	if _, err := tenancy.ParseName(topic); err != nil {
 		return fmt.Errorf("%q is not TENANT/NAMESPACE/TOPIC (letters, digits, '-' and '_')", topic)
 	}
-	if !validName(sub) {
+	if !tenancy.ValidToken(sub) {
 		return fmt.Errorf("subscription name %q: use letters, digits, '-' and '_'", sub)
 	}
 	urls, order, err := flags.roleTargets("broker")
@@ -186,8 +187,7 @@ func printSubscriptions(tw *tabwriter.Writer, region string, subs []jetstream.Su
 // topicCommand fetches one topic's stats from each region that has it and
 // prints them with show (or as JSON).
 func topicCommand(cmd *cobra.Command, flags *adminFlags, arg, suffix string, show func(*tabwriter.Writer, string, *jetstream.TopicStats)) (err error) {
-	p := strings.Split(arg, "/")
-	if len(p) != 3 || !validName(p[0]) || !validName(p[1]) || !validName(p[2]) {
+	if _, err := tenancy.ParseName(arg); err != nil {
 		return fmt.Errorf("%q is not TENANT/NAMESPACE/TOPIC (letters, digits, '-' and '_')", arg)
 	}
 	type answer struct {
@@ -232,26 +232,13 @@ func scopedPath(base string, args []string) (string, error) {
 		return base, nil
 	}
 	t, ns, hasNS := strings.Cut(args[0], "/")
-	if !validName(t) || (hasNS && !validName(ns)) {
+	if !tenancy.ValidToken(t) || (hasNS && !tenancy.ValidToken(ns)) {
 		return "", fmt.Errorf("%q is not tenant or tenant/namespace", args[0])
 	}
 	if ns != "" {
 		return base + "/" + t + "/" + ns, nil
 	}
 	return base + "/" + t, nil
-}
-
-// validName is Strata's name token: [A-Za-z0-9_-]+.
-func validName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // printReplication prints a topic's replicator cursors (lag towards each

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stratamesh/strata/replicator"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // Version is the batch encoding's version byte.
@@ -66,7 +67,7 @@ func BatchSize(b *replicator.Batch, defLen int) int {
 // field, a message count that does not match first..last, trailing
 // bytes, and any batch replicator's own checks refuse (origins that do
 // not match the stream, a bad range).
-func DecodeBatch(topic replicator.TopicID, p []byte) (b replicator.Batch, def []byte, err error) {
+func DecodeBatch(topic tenancy.Name, p []byte) (b replicator.Batch, def []byte, err error) {
 	d := decoder{p: p}
 	if v := d.byte("version"); d.err == nil && v != Version {
 		return b, nil, fmt.Errorf("%w: batch version %d (want %d)", replicator.ErrInvalid, v, Version)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/stratamesh/strata/replicator"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // Replicated subscriptions (ARCHITECTURE §4): every sync interval a
@@ -23,16 +24,16 @@ import (
 const SubSyncPrefix = "$STRATA.RSUB."
 
 // SubSyncSubject is the subscription-sync subject of topic t.
-func SubSyncSubject(t replicator.TopicID) string {
+func SubSyncSubject(t tenancy.Name) string {
 	return SubSyncPrefix + t.Tenant + "." + t.Namespace + "." + t.Topic
 }
 
 // ParseSubSyncSubject returns the topic a subscription-sync subject
 // names; errors as ParseSubject's.
-func ParseSubSyncSubject(subject string) (replicator.TopicID, error) {
+func ParseSubSyncSubject(subject string) (tenancy.Name, error) {
 	rest, ok := strings.CutPrefix(subject, SubSyncPrefix)
 	if !ok {
-		return replicator.TopicID{}, fmt.Errorf("%w: subject %q is not under %s", replicator.ErrInvalid, subject, SubSyncPrefix)
+		return tenancy.Name{}, fmt.Errorf("%w: subject %q is not under %s", replicator.ErrInvalid, subject, SubSyncPrefix)
 	}
 	return ParseSubject(SubjectPrefix + rest)
 }
@@ -71,7 +72,7 @@ func DecodeSubSync(p []byte) (*SubSync, *replicator.SubSet, error) {
 	if err := json.Unmarshal(p, &s); err != nil {
 		return nil, nil, fmt.Errorf("%w: subscription sync: %v", replicator.ErrInvalid, err)
 	}
-	if err := (replicator.TopicID{Tenant: s.Origin, Namespace: s.Consumer, Topic: "x"}).Validate(); err != nil {
+	if !tenancy.ValidToken(s.Origin) || !tenancy.ValidToken(s.Consumer) {
 		return nil, nil, fmt.Errorf("%w: subscription sync: origin %q or consumer %q is not a token of [A-Za-z0-9_-]+", replicator.ErrInvalid, s.Origin, s.Consumer)
 	}
 	var cfg map[string]any

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stratamesh/strata/replicator"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // Tombstones (ARCHITECTURE §4): a topic deleted or purged in one region
@@ -24,16 +25,16 @@ import (
 const TombstonePrefix = "$STRATA.RDEL."
 
 // TombstoneSubject is the tombstone subject of topic t.
-func TombstoneSubject(t replicator.TopicID) string {
+func TombstoneSubject(t tenancy.Name) string {
 	return TombstonePrefix + t.Tenant + "." + t.Namespace + "." + t.Topic
 }
 
 // ParseTombstoneSubject returns the topic a tombstone subject names;
 // errors as ParseSubject's.
-func ParseTombstoneSubject(subject string) (replicator.TopicID, error) {
+func ParseTombstoneSubject(subject string) (tenancy.Name, error) {
 	rest, ok := strings.CutPrefix(subject, TombstonePrefix)
 	if !ok {
-		return replicator.TopicID{}, fmt.Errorf("%w: subject %q is not under %s", replicator.ErrInvalid, subject, TombstonePrefix)
+		return tenancy.Name{}, fmt.Errorf("%w: subject %q is not under %s", replicator.ErrInvalid, subject, TombstonePrefix)
 	}
 	return ParseSubject(SubjectPrefix + rest)
 }
@@ -80,7 +81,7 @@ func DecodeTombstone(p []byte) (*Tombstone, error) {
 	default:
 		return nil, fmt.Errorf("%w: tombstone kind %q (want delete, purge, create or update)", replicator.ErrInvalid, tb.Kind)
 	}
-	if err := (replicator.TopicID{Tenant: tb.Origin, Namespace: "x", Topic: "x"}).Validate(); err != nil {
+	if !tenancy.ValidToken(tb.Origin) {
 		return nil, fmt.Errorf("%w: tombstone origin %q", replicator.ErrInvalid, tb.Origin)
 	}
 	for _, s := range tb.Streams {

@@ -7,9 +7,10 @@ import (
 	"time"
 
 	"github.com/stratamesh/strata/replicator"
+	"github.com/stratamesh/strata/tenancy"
 )
 
-var topic = replicator.TopicID{Tenant: "demo", Namespace: "events", Topic: "orders"}
+var topic = tenancy.Name{Tenant: "demo", Namespace: "events", Topic: "orders"}
 
 func sampleBatch() replicator.Batch {
 	s := replicator.Stream{Topic: topic, Region: "us-east", Incarnation: "0b5e2c1a-1111-4222-8333-944445555666"}
