@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/stratamesh/strata/broker/jetstream"
-	"github.com/stratamesh/strata/broker/mledger"
 	"github.com/stratamesh/strata/internal/gossip"
-	"github.com/stratamesh/strata/topology"
 )
 
 // newJetStream builds the broker's JetStream layer from the topology: the
@@ -23,11 +21,11 @@ func (n *Node) newJetStream() (*jetstream.Service, error) {
 		return nil, err
 	}
 	cfg := jetstream.Config{
-		Name:    n.name,
-		Store:   n.store,
-		Ledgers: lc,
-		Tenants: tenantPolicies(n.cfg.Mesh),
-		Logger:  n.logger,
+		Name:     n.name,
+		Store:    n.store,
+		Ledgers:  lc,
+		Policies: &n.cp.view,
+		Logger:   n.logger,
 		// Serf's failure detection frees a dead broker's bundles before
 		// its lease expires (ARCHITECTURE §3 "Ownership").
 		MemberDown: n.memberDown,
@@ -64,34 +62,6 @@ func (n *Node) newJetStream() (*jetstream.Service, error) {
 		cfg.LeaseTTL = n.cfg.OwnershipLeaseTTL
 	}
 	return jetstream.New(cfg)
-}
-
-// tenantPolicies is the topology's tenants and namespaces as the
-// JetStream layer needs them.
-func tenantPolicies(m *topology.Mesh) map[string]map[string]jetstream.Namespace {
-	out := map[string]map[string]jetstream.Namespace{}
-	for _, t := range m.Tenants {
-		nss := map[string]jetstream.Namespace{}
-		for _, ns := range t.Namespaces {
-			auto := ns.AutoCreateTopics == nil || *ns.AutoCreateTopics
-			nss[ns.Name] = jetstream.Namespace{
-				AutoCreateTopics: auto,
-				Retention:        ns.Retention.Mode,
-				MaxAge:           time.Duration(ns.Retention.Time),
-				MaxBytes:         int64(ns.Retention.Size),
-				MaxMsgs:          ns.Retention.Messages,
-				Bundles:          ns.Bundles,
-				Replication:      ns.Replication,
-			}
-			if o := ns.Offload; o != nil {
-				pol := nss[ns.Name]
-				pol.Offload = &mledger.OffloadPolicy{Threshold: int64(o.Threshold), DeletionLag: time.Duration(o.DeletionLag)}
-				nss[ns.Name] = pol
-			}
-		}
-		out[t.Name] = nss
-	}
-	return out
 }
 
 // memberDown reports whether the region's Serf pool has declared node

@@ -49,6 +49,7 @@ type Node struct {
 	reg      *registration
 	broker   *broker.Server              // brokers only
 	js       *jetstream.Service          // brokers only: the JetStream layer
+	cp       *controlPlane               // brokers only: tenants, namespaces, policies
 	lanRef   atomic.Pointer[gossip.Pool] // n.lan, for the broker's peer source
 	wanRef   atomic.Pointer[gossip.Pool] // n.wan, for replicator cursors
 	bookie   *bookie.Bookie              // bookies only
@@ -134,6 +135,9 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	if n.spec.Role == topology.RoleBroker {
+		if n.cp, err = n.openControlPlane(ctx); err != nil {
+			return err
+		}
 		if n.js, err = n.newJetStream(); err != nil {
 			return err
 		}
@@ -149,6 +153,11 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	n.lanRef.Store(n.lan)
 	n.wanRef.Store(n.wan)
+	if n.cp != nil {
+		if err := n.cp.startSync(); err != nil {
+			return err
+		}
+	}
 	if n.spec.Role == topology.RoleBookie {
 		if err := n.startBookie(ctx); err != nil {
 			return err
@@ -419,6 +428,7 @@ func (n *Node) Stop(ctx context.Context) error {
 		if n.js != nil {
 			errs = append(errs, n.js.Close(ctx))
 		}
+		n.cp.close()
 		for _, p := range []*gossip.Pool{n.wan, n.lan} {
 			if p == nil {
 				continue

@@ -79,6 +79,11 @@ type Replicator struct {
 	// SyncInterval is how often a replicated subscription ships its
 	// acknowledgements to the other regions. Default 1s; at least 100ms.
 	SyncInterval Duration `yaml:"sync_interval"`
+	// ConfigSyncInterval is how often a broker ships the region's whole
+	// configuration (tenants, namespaces, policies, tokens) to the other
+	// regions (changes go at once): a region back from a partition
+	// converges within about this long. Default 3s.
+	ConfigSyncInterval Duration `yaml:"config_sync_interval"`
 }
 
 // Region is one Pulsar-style cluster of the mesh.

@@ -209,7 +209,7 @@ func (s *Service) streamTopic(tenant string, cfg *jsapi.StreamConfig) (tenancy.N
 	if !ok {
 		return name, jsapi.ErrStreamInvalidConfig(fmt.Errorf("stream name %q is not a valid Strata topic name (letters, digits, '-' and '_'; or <namespace>:<topic>)", cfg.Name))
 	}
-	if _, ok := s.cfg.Tenants[tenant][name.Namespace]; !ok {
+	if _, ok := s.namespace(tenant, name.Namespace); !ok {
 		return name, jsapi.ErrStreamInvalidConfig(fmt.Errorf("namespace %s/%s does not exist", tenant, name.Namespace))
 	}
 	return name, nil
@@ -218,17 +218,7 @@ func (s *Service) streamTopic(tenant string, cfg *jsapi.StreamConfig) (tenancy.N
 // autoCreate creates topic n of a namespace that allows it, with the
 // namespace's retention (spec §4), and returns its registry entry.
 func (s *Service) autoCreate(n tenancy.Name, ns Namespace) (*stream, error) {
-	cfg := jsapi.StreamConfig{
-		Name: n.Namespace + ":" + n.Topic, Subjects: topicSubjects(n.Tenant, n.Namespace, n.Topic),
-		MaxAge: ns.MaxAge, MaxBytes: ns.MaxBytes, MaxMsgs: ns.MaxMsgs, Duplicates: ns.DuplicateWindow,
-	}
-	switch ns.Retention {
-	case "interest":
-		cfg.Retention = jsapi.RetentionInterest
-	case "workqueue":
-		cfg.Retention = jsapi.RetentionWorkQueue
-	}
-	cfg.SetDefaults()
+	cfg := nsStreamConfig(n, ns)
 	spec, _ := json.Marshal(topicSpec{Stream: cfg.Name, Config: cfg})
 	ctx, cancel := context.WithTimeout(s.ctx, apiTimeout)
 	defer cancel()

@@ -361,6 +361,11 @@ func (t *topic) createConsumer(ctx context.Context, req jsapi.APIRequest, m mess
 	if max := st.config.MaxConsumers; max > 0 && len(t.runners()) >= max {
 		return nil, jsapi.ErrMaximumConsumersLimit()
 	}
+	if ns, ok := t.s.namespace(t.name.Tenant, t.name.Namespace); ok && ns.MaxConsumers > 0 && len(t.runners()) >= ns.MaxConsumers {
+		return nil, withDesc(jsapi.ErrMaximumConsumersLimit(), fmt.Sprintf(
+			"maximum consumers limit reached: namespace %s/%s allows %d consumers per topic (policy max_consumers)",
+			t.name.Tenant, t.name.Namespace, ns.MaxConsumers))
+	}
 	var persisted []byte // a replicated subscription deleted before: its tombstone
 	if isReplicated(&cfg) {
 		if kv, err := t.s.cfg.Store.Get(ctx, rsubKey(t.name, name)); err == nil {

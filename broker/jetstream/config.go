@@ -27,7 +27,7 @@ const (
 )
 
 // Namespace is what the service needs of a namespace's policies
-// (ARCHITECTURE §5; from the topology until tenancy lands).
+// (ARCHITECTURE §5; tenancy's Policies, decoded by the region).
 type Namespace struct {
 	// AutoCreateTopics lets a publish on "t.ns.topic" create the topic.
 	AutoCreateTopics bool
@@ -48,6 +48,11 @@ type Namespace struct {
 	// ledgers move to the region's tier past its threshold. Nil: only on
 	// request (admin offload).
 	Offload *mledger.OffloadPolicy
+	// MaxConsumers bounds the consumers per topic (0: unlimited).
+	MaxConsumers int
+	// SubscriptionExpiry deletes a durable consumer inactive this long
+	// (0: never; a consumer's own inactive_threshold comes first).
+	SubscriptionExpiry time.Duration
 }
 
 // Config configures a Service.
@@ -70,9 +75,11 @@ type Config struct {
 	// Tier is the region's tier for offloaded ledgers (package tiered);
 	// nil: none.
 	Tier mledger.Tier
-	// Tenants maps tenant → namespace → policy: the namespaces publishes
-	// may auto-create topics in and streams may live in.
-	Tenants map[string]map[string]Namespace
+	// Policies is where the tenants and namespaces are, and their
+	// policies: the namespaces publishes may auto-create topics in and
+	// streams may live in. It changes at run time; the caller calls
+	// PoliciesChanged after each change. Nil: no namespaces.
+	Policies Policies
 	// DefaultTenant and DefaultNamespace are where streams created
 	// through the JetStream API live when the connection has no tenant
 	// (the topology's defaults.jetstream).
@@ -165,6 +172,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Policies == nil {
+		c.Policies = noPolicies{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

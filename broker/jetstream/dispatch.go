@@ -333,11 +333,10 @@ func (s *Service) uncaptured(subject, reply []byte) (*stream, broker.HookResult)
 	if len(toks) < 3 {
 		return nil, broker.HookRoute
 	}
-	nss, ok := s.cfg.Tenants[toks[0]]
-	if !ok {
+	if !s.cfg.Policies.Tenant(toks[0]) {
 		return nil, broker.HookRoute
 	}
-	ns, ok := nss[toks[1]]
+	ns, ok := s.namespace(toks[0], toks[1])
 	if !ok {
 		if len(reply) > 0 {
 			s.respond(string(reply), pubAckError("", withDesc(jsapi.ErrStreamNotFound(),

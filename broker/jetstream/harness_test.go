@@ -92,7 +92,7 @@ func (b *strataBroker) start(t *testing.T) {
 		Name: b.name, Store: r.store, Ledgers: lc,
 		Ensemble: 3, WriteQuorum: 2, AckQuorum: 2,
 		RolloverEntries: 100,
-		Tenants: map[string]map[string]jetstream.Namespace{
+		Policies: jetstream.StaticPolicies{
 			"demo": {"streams": {AutoCreateTopics: true}, "events": {AutoCreateTopics: true}},
 		},
 		DefaultTenant: "demo", DefaultNamespace: "streams",

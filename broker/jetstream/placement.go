@@ -268,7 +268,7 @@ func (s *Service) Bundles() []BundleInfo {
 // bundleCount is namespace tenant/ns's number of bundles (its policy,
 // default 4).
 func (s *Service) bundleCount(tenant, ns string) int {
-	if p, ok := s.cfg.Tenants[tenant][ns]; ok && p.Bundles > 0 {
+	if p, ok := s.namespace(tenant, ns); ok && p.Bundles > 0 {
 		return p.Bundles
 	}
 	return DefaultBundles
@@ -294,10 +294,8 @@ func (s *Service) allBundles() []bundle.ID {
 		seen[[2]string{t, ns}] = true
 		out = append(out, bundle.Namespace(t, ns, s.bundleCount(t, ns))...)
 	}
-	for t, nss := range s.cfg.Tenants {
-		for ns := range nss {
-			add(t, ns)
-		}
+	for _, k := range s.cfg.Policies.Namespaces() {
+		add(k[0], k[1])
 	}
 	if s.cfg.DefaultTenant != "" {
 		add(s.cfg.DefaultTenant, s.cfg.DefaultNamespace)

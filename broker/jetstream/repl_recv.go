@@ -71,7 +71,7 @@ func (s *Service) dispatchRepl(m message) {
 // topic another region replicates here). Errors: a malformed batch, a
 // namespace this region's topology lacks, etcd's.
 func (s *Service) createReplicated(n tenancy.Name, m message) error {
-	if _, ok := s.cfg.Tenants[n.Tenant][n.Namespace]; !ok {
+	if _, ok := s.namespace(n.Tenant, n.Namespace); !ok {
 		return errors.New("namespace " + n.Tenant + "/" + n.Namespace + " does not exist in region " + s.cfg.Region)
 	}
 	_, def, err := wire.DecodeBatch(n, m.data)

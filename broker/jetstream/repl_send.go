@@ -92,7 +92,7 @@ func (s *Service) remotesOf(n tenancy.Name) []string {
 	if s.cfg.Region == "" || s.cfg.RemoteBrokers == nil {
 		return nil
 	}
-	ns, ok := s.cfg.Tenants[n.Tenant][n.Namespace]
+	ns, ok := s.namespace(n.Tenant, n.Namespace)
 	if !ok || !slices.Contains(ns.Replication, s.cfg.Region) {
 		return nil
 	}
@@ -164,7 +164,9 @@ type replSender struct {
 	ml     *mledger.ML
 	remote string
 
-	pos atomic.Uint64 // the sender's position (origin sequence acknowledged), for retention
+	pos  atomic.Uint64 // the sender's position (origin sequence acknowledged), for retention
+	quit chan struct{} // closed by stop: the region left the replication list
+	once sync.Once
 
 	mu     sync.Mutex
 	status replicator.Status
@@ -177,7 +179,7 @@ type replSender struct {
 func (t *topic) startReplication(ml *mledger.ML) {
 	t.s.goRun(t.dropStaleCursors)
 	for _, remote := range t.s.remotesOf(t.name) {
-		r := &replSender{t: t, ml: ml, remote: remote}
+		r := &replSender{t: t, ml: ml, remote: remote, quit: make(chan struct{})}
 		t.mu.Lock()
 		t.repl = append(t.repl, r)
 		t.mu.Unlock()
@@ -237,6 +239,8 @@ func (r *replSender) run() {
 	defer cancel()
 	go func() {
 		select {
+		case <-r.quit:
+			cancel()
 		case <-r.t.done:
 			cancel()
 		case <-ctx.Done():
@@ -256,6 +260,9 @@ func (r *replSender) run() {
 		}
 	}
 }
+
+// stop ends the sender (its region left the topic's replication list).
+func (r *replSender) stop() { r.once.Do(func() { close(r.quit) }) }
 
 func (r *replSender) setErr(err error) {
 	r.mu.Lock()

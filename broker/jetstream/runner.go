@@ -40,6 +40,7 @@ type runner struct {
 	syncWaiting bool
 	lastActive  time.Time
 	deleteSelf  bool
+	expiring    bool // a durable past its namespace's subscription_expiry is being deleted
 	// delivered is the highest stream sequence delivered (or, at start,
 	// dispatched): an AckSync above it is not answered (runner.ack).
 	delivered uint64
@@ -187,10 +188,10 @@ func (r *runner) loop() {
 		if r.c.LoadErr() != nil {
 			wait = min(wait, r.loadRetryIn(now)) // a bookie read failed: try the round again soon
 		}
-		if !r.durable && r.cfg.InactiveThreshold > 0 {
-			// Wake to delete an inactive ephemeral consumer (else an idle
-			// one waited for its next deadline, up to an hour).
-			wait = min(wait, latest(r.lastActive, r.c.LastActivity()).Add(r.cfg.InactiveThreshold).Sub(now)+time.Millisecond)
+		if exp := r.expiry(); exp > 0 {
+			// Wake to delete an inactive consumer (else an idle one
+			// waited for its next deadline, up to an hour).
+			wait = min(wait, latest(r.lastActive, r.c.LastActivity()).Add(exp).Sub(now)+time.Millisecond)
 		}
 		timer.Reset(max(wait, 0))
 		select {
@@ -221,12 +222,45 @@ func (r *runner) loop() {
 		if r.deleteSelf {
 			return
 		}
-		if !r.durable && r.cfg.InactiveThreshold > 0 && now.Sub(latest(r.lastActive, r.c.LastActivity())) > r.cfg.InactiveThreshold {
-			r.t.removeRunner(r.name, r)
-			r.emit(r.c.Stop(now, jsapi.DescConsumerDeleted))
-			return
+		exp := r.expiry()
+		if exp > 0 && now.Sub(latest(r.lastActive, r.c.LastActivity())) > exp {
+			if !r.durable {
+				r.t.removeRunner(r.name, r)
+				r.emit(r.c.Stop(now, jsapi.DescConsumerDeleted))
+				return
+			}
+			if !r.expiring {
+				// A durable is deleted with its cursor, off this goroutine
+				// (the deletion stops the runner and waits for it).
+				r.expiring = true
+				r.t.s.cfg.Logger.Info("deleting a durable consumer past its namespace's subscription_expiry",
+					"topic", r.t.name.String(), "consumer", r.name, "expiry", exp)
+				r.t.s.goRun(func() {
+					ctx, cancel := context.WithTimeout(r.t.s.ctx, apiTimeout)
+					defer cancel()
+					if err := r.t.deleteConsumer(ctx, r.name, r); err != nil {
+						r.t.s.cfg.Logger.Warn("deleting an expired consumer failed", "topic", r.t.name.String(), "consumer", r.name, "err", err)
+					}
+				})
+			}
 		}
 	}
+}
+
+// expiry is how long the consumer may be inactive before it is deleted
+// (0: never): an ephemeral's inactive_threshold; for a durable that is
+// not a replicated subscription, its namespace's subscription_expiry
+// (Pulsar's subscription expiration; a replicated subscription lives in
+// every region and is deleted only by its users).
+func (r *runner) expiry() time.Duration {
+	if !r.durable {
+		return r.cfg.InactiveThreshold
+	}
+	if r.rsub != nil || isReplicated(&r.cfg) {
+		return 0
+	}
+	ns, _ := r.t.s.namespace(r.t.name.Tenant, r.t.name.Namespace)
+	return ns.SubscriptionExpiry
 }
 
 func (r *runner) runQueue(now time.Time) {

@@ -58,6 +58,7 @@ type Service struct {
 	apiTotal, apiErrors atomic.Uint64
 	unsubs              []func()
 	started             atomic.Bool
+	policyKick          chan struct{} // PoliciesChanged → policyLoop
 }
 
 // New returns a Service for cfg; it does nothing until Start. Errors:
@@ -71,17 +72,18 @@ func New(cfg Config) (*Service, error) {
 	return &Service{
 		cfg: cfg, reg: newRegistry(), place: newPlacement(),
 		ctx: ctx, cancel: cancel,
-		topics:    map[tenancy.Name]*topic{},
-		owned:     map[bundle.ID]*ownedBundle{},
-		acquiring: map[bundle.ID]bool{},
-		voided:    map[meta.LeaseID]bool{},
-		settling:  map[bundle.ID]time.Time{},
-		parked:    map[tenancy.Name]*parking{},
-		openFail:  map[tenancy.Name]error{},
-		fwdPulls:  map[string]forwardedPull{},
-		links:     map[string]*link.Link{},
-		apiSem:    make(chan struct{}, DefaultAPIConcurrency),
-		leaseOK:   make(chan struct{}),
+		topics:     map[tenancy.Name]*topic{},
+		owned:      map[bundle.ID]*ownedBundle{},
+		acquiring:  map[bundle.ID]bool{},
+		voided:     map[meta.LeaseID]bool{},
+		settling:   map[bundle.ID]time.Time{},
+		parked:     map[tenancy.Name]*parking{},
+		openFail:   map[tenancy.Name]error{},
+		fwdPulls:   map[string]forwardedPull{},
+		links:      map[string]*link.Link{},
+		apiSem:     make(chan struct{}, DefaultAPIConcurrency),
+		leaseOK:    make(chan struct{}),
+		policyKick: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -122,6 +124,7 @@ func (s *Service) Start(ctx context.Context, srv *broker.Server) error {
 	s.goRun(s.keepLease)
 	s.goRun(s.placeLoop)
 	s.goRun(s.tombLoop)
+	s.goRun(s.policyLoop)
 	return nil
 }
 
@@ -187,6 +190,9 @@ func (s *Service) ClientPublish(ci broker.ClientInfo, subject, reply, hdr, paylo
 		return broker.HookRoute
 	}
 	if subject[0] == '$' {
+		if bytes.HasPrefix(subject, []byte("$STRATA.CONFIG.")) {
+			return broker.HookRoute // configuration sync: the region's internal subscription takes it
+		}
 		if bytes.HasPrefix(subject, []byte("$STRATA.")) { // replication, subscription sync, replication state
 			s.dispatch(message{origin: s.cfg.Name, subject: string(subject), reply: string(reply),
 				hdr: bytes.Clone(hdr), data: bytes.Clone(payload)})

@@ -39,6 +39,7 @@ type topic struct {
 	repl      []*replSender // replicator cursors (repl_send.go)
 	tombs     []string      // origin streams deleted elsewhere ("region/incarnation"): their batches are dropped
 	stopped   bool          // lost or shut down (guarded by mu, with ml during opening)
+	policy    policyState   // applying the namespace's policies (policies.go)
 
 	// subsMu orders the deletion of a consumer against the merging of a
 	// replicated subscription's set shipped by another region, so a set
@@ -106,7 +107,7 @@ func (s *Service) openTopic(ctx context.Context, n tenancy.Name, own *ownedBundl
 		Store: s.cfg.Store, Ledgers: s.cfg.Ledgers,
 		Ensemble: s.cfg.Ensemble, WriteQuorum: s.cfg.WriteQuorum, AckQuorum: s.cfg.AckQuorum,
 		Cond: own.Cond(), Limits: s.cfg.limits(&st.config), Now: s.cfg.Now, Region: s.cfg.Region,
-		Tier: s.cfg.Tier, Offload: s.cfg.Tenants[n.Tenant][n.Namespace].Offload,
+		Tier: s.cfg.Tier, Offload: s.nsOffload(n),
 		OnLost:       func(err error) { go t.lost(err) },
 		AfterAnswers: t.flushPubAcks,
 		Logger:       s.cfg.Logger, // the managed ledger names the topic itself

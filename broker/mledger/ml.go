@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stratamesh/strata/bookie/ledger"
@@ -27,10 +28,12 @@ const CustomTopic = "strata.topic"
 // ML is the managed ledger of one topic, owned by this process: see the
 // package doc. Safe for concurrent use.
 type ML struct {
-	cfg  Config
-	name tenancy.Name
-	key  string
-	log  *slog.Logger
+	cfg Config
+	// offPolicy, once set (SetOffloadPolicy), replaces cfg.Offload.
+	offPolicy atomic.Pointer[offloadPolicyBox]
+	name      tenancy.Name
+	key       string
+	log       *slog.Logger
 	// local is the origin stream the topic's compact records stand for
 	// (TopicMeta.Local): every record is encoded and decoded with it.
 	// Fixed at Open.

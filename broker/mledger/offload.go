@@ -160,6 +160,34 @@ func (m *ML) tierBase(id int64) string {
 		strconv.FormatInt(id, 10) + "-" + hex.EncodeToString(u[:])
 }
 
+type offloadPolicyBox struct{ p *OffloadPolicy }
+
+// offloadPolicy is the namespace's offload policy now (nil: offload
+// only on request).
+func (m *ML) offloadPolicy() *OffloadPolicy {
+	if b := m.offPolicy.Load(); b != nil {
+		return b.p
+	}
+	return m.cfg.Offload
+}
+
+// SetOffloadPolicy replaces the namespace's offload policy (a policy
+// change at run time); it applies from the ML's next offload check. nil:
+// offload only on request.
+func (m *ML) SetOffloadPolicy(p *OffloadPolicy) {
+	cur := m.offloadPolicy()
+	if cur == p || cur != nil && p != nil && *cur == *p {
+		return
+	}
+	var cp *OffloadPolicy
+	if p != nil {
+		v := *p
+		cp = &v
+	}
+	m.offPolicy.Store(&offloadPolicyBox{p: cp})
+	m.kick()
+}
+
 // maintainOffload (loop) deletes the bookie copies that are due and
 // starts the next copy when one is due and none runs.
 func (m *ML) maintainOffload(now time.Time) {
@@ -167,8 +195,9 @@ func (m *ML) maintainOffload(now time.Time) {
 		return
 	}
 	lag := DefaultOffloadDeletionLag
-	if m.cfg.Offload != nil {
-		lag = m.cfg.Offload.DeletionLag
+	pol := m.offloadPolicy()
+	if pol != nil {
+		lag = pol.DeletionLag
 	}
 	m.mu.Lock()
 	due := m.core.bookieDeletesDue(now, lag)
@@ -182,8 +211,8 @@ func (m *ML) maintainOffload(now time.Time) {
 		return
 	}
 	threshold := int64(-1)
-	if m.cfg.Offload != nil {
-		threshold = m.cfg.Offload.Threshold
+	if pol != nil {
+		threshold = pol.Threshold
 	}
 	if m.off.keep >= 0 && (threshold < 0 || m.off.keep < threshold) {
 		threshold = m.off.keep

@@ -86,7 +86,7 @@ func (m *ML) OffloadStatus() OffloadStatus {
 	defer m.mu.Unlock()
 	st := OffloadStatus{Tier: m.cfg.Tier != nil, DeletionLag: DefaultOffloadDeletionLag,
 		Requested: m.off.keep >= 0, NextRetry: m.off.retryAt, Completed: m.off.done}
-	if p := m.cfg.Offload; p != nil {
+	if p := m.offloadPolicy(); p != nil {
 		th := p.Threshold
 		st.Threshold, st.DeletionLag = &th, p.DeletionLag
 	}

@@ -421,3 +421,37 @@ func (s *Store) PutToken(ctx context.Context, t tenancy.Token) error {
 func (s *Store) RevokeToken(ctx context.Context, id string) error {
 	return s.tombstone(ctx, tenancy.KindToken, id)
 }
+
+// seedStamp is the stamp of seeded records: older than any write made
+// at run time, in any region.
+func seedStamp(region string) tenancy.HLC { return tenancy.HLC{Wall: 1, Region: region} }
+
+// Seed writes each tenant and namespace of c that this region has no
+// record of at all (live or tombstone) with the oldest possible stamp,
+// so that any change made at run time, anywhere, wins over it: the
+// topology file's tenants are the mesh's initial desired state. It
+// returns how many records it wrote.
+func (s *Store) Seed(ctx context.Context, c tenancy.Config) (int, error) {
+	n := 0
+	seed := func(v any, kind tenancy.Kind, key string) error {
+		_, err := s.write(ctx, kind, key, func(cur tenancy.Record, _ tenancy.HLC) (tenancy.Record, error) {
+			if cur.Kind != "" {
+				return tenancy.Record{}, nil
+			}
+			n++
+			return tenancy.NewRecord(v, seedStamp(s.cfg.Region))
+		})
+		return err
+	}
+	for _, t := range c.Tenants {
+		if err := seed(t, tenancy.KindTenant, t.Name); err != nil {
+			return n, err
+		}
+	}
+	for _, ns := range c.Namespaces {
+		if err := seed(ns, tenancy.KindNamespace, ns.NS().String()); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}

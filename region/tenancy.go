@@ -1,0 +1,206 @@
+package region
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stratamesh/strata/broker/jetstream"
+	"github.com/stratamesh/strata/broker/mledger"
+	"github.com/stratamesh/strata/replicator/link"
+	"github.com/stratamesh/strata/tenancy"
+	"github.com/stratamesh/strata/tenancy/store"
+)
+
+// controlPlane is a broker's share of the control plane (ARCHITECTURE
+// §5): the region's configuration records (tenancy/store), their
+// exchange with the other regions over the WAN, and the decoded view of
+// the namespaces' policies that the JetStream layer reads on its hot
+// paths.
+type controlPlane struct {
+	n      *Node
+	store  *store.Store
+	syncer *store.Syncer
+	view   policyView
+
+	linksMu sync.Mutex
+	links   map[string]*link.Link
+	unsub   func()
+}
+
+// openControlPlane opens the region's configuration and seeds it with the
+// topology's tenants where the region has no record of them.
+func (n *Node) openControlPlane(ctx context.Context) (*controlPlane, error) {
+	st, err := store.Open(ctx, store.Config{Meta: n.store, Region: n.cfg.Region, Logger: n.logger})
+	if err != nil {
+		return nil, err
+	}
+	c := &controlPlane{n: n, store: st, links: map[string]*link.Link{}}
+	if _, err := st.Seed(ctx, n.cfg.Mesh.TenancyConfig()); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("seed the region's configuration from the topology: %w", err)
+	}
+	c.view.rebuild(st)
+	st.OnChange(func([]tenancy.Record) {
+		c.view.rebuild(st)
+		if js := n.js; js != nil {
+			js.PoliciesChanged()
+		}
+	})
+	return c, nil
+}
+
+// startSync starts the exchange with the other regions once the broker
+// and the WAN pool run: pushes go over a link per remote region to any
+// of its brokers; batches from other regions arrive on store.Subject.
+func (c *controlPlane) startSync() error {
+	unsub, err := c.n.broker.SubscribeInternal(store.Subject, func(_, _, _, payload []byte) {
+		if c.syncer != nil {
+			c.syncer.Receive(bytes.Clone(payload))
+		}
+	})
+	if err != nil {
+		return err
+	}
+	c.unsub = unsub
+	sy, err := store.StartSync(store.SyncConfig{
+		Store: c.store, Region: c.n.cfg.Region, Logger: c.n.logger,
+		Remotes: c.remotes, Publish: c.publish,
+		Interval: time.Duration(c.n.region.Replicator.ConfigSyncInterval),
+	})
+	if err != nil {
+		return err
+	}
+	c.syncer = sy
+	return nil
+}
+
+// remotes is every other region of the mesh.
+func (c *controlPlane) remotes() []string {
+	var out []string
+	for _, r := range c.n.cfg.Mesh.Regions {
+		if r.Name != c.n.cfg.Region {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+func (c *controlPlane) publish(region string, data []byte) error {
+	c.linksMu.Lock()
+	l := c.links[region]
+	if l == nil {
+		var err error
+		l, err = link.New(link.Config{
+			Remote: region, Name: "strata-config " + c.n.cfg.Region + "/" + c.n.name,
+			Brokers: func() []string { return c.n.remoteBrokers(region) }, Logger: c.n.logger,
+		})
+		if err != nil {
+			c.linksMu.Unlock()
+			return err
+		}
+		c.links[region] = l
+	}
+	c.linksMu.Unlock()
+	return l.Publish(store.Subject, "", data)
+}
+
+// close stops the exchange and the store.
+func (c *controlPlane) close() {
+	if c == nil {
+		return
+	}
+	if c.unsub != nil {
+		c.unsub()
+	}
+	if c.syncer != nil {
+		c.syncer.Close()
+	}
+	c.linksMu.Lock()
+	for _, l := range c.links {
+		l.Close()
+	}
+	c.links = map[string]*link.Link{}
+	c.linksMu.Unlock()
+	c.store.Close()
+}
+
+// policyView is the namespaces' policies decoded for the JetStream layer
+// (jetstream.Policies), rebuilt whenever a record changes; reads never
+// lock.
+type policyView struct {
+	cur atomic.Pointer[policySnapshot]
+}
+
+type policySnapshot struct {
+	tenants map[string]bool
+	nss     map[[2]string]jetstream.Namespace
+	list    [][2]string
+}
+
+func (v *policyView) rebuild(st *store.Store) {
+	snap := &policySnapshot{tenants: map[string]bool{}, nss: map[[2]string]jetstream.Namespace{}}
+	st.View(func(s *tenancy.State) {
+		for _, t := range s.Tenants() {
+			snap.tenants[t.Name] = true
+		}
+		for _, ns := range s.Namespaces("") {
+			k := [2]string{ns.Tenant, ns.Name}
+			snap.nss[k] = jsNamespace(ns.Policies)
+			snap.list = append(snap.list, k)
+		}
+	})
+	v.cur.Store(snap)
+}
+
+// Namespace implements jetstream.Policies.
+func (v *policyView) Namespace(tenant, ns string) (jetstream.Namespace, bool) {
+	s := v.cur.Load()
+	if s == nil {
+		return jetstream.Namespace{}, false
+	}
+	p, ok := s.nss[[2]string{tenant, ns}]
+	return p, ok
+}
+
+// Tenant implements jetstream.Policies.
+func (v *policyView) Tenant(tenant string) bool {
+	s := v.cur.Load()
+	return s != nil && s.tenants[tenant]
+}
+
+// Namespaces implements jetstream.Policies.
+func (v *policyView) Namespaces() [][2]string {
+	if s := v.cur.Load(); s != nil {
+		return s.list
+	}
+	return nil
+}
+
+// jsNamespace is a namespace's policies as the JetStream layer applies
+// them: message_ttl bounds the retention time (JetStream's max_age).
+func jsNamespace(p tenancy.Policies) jetstream.Namespace {
+	maxAge := time.Duration(p.Retention.Time)
+	if ttl := time.Duration(p.MessageTTL); ttl > 0 && (maxAge == 0 || ttl < maxAge) {
+		maxAge = ttl
+	}
+	out := jetstream.Namespace{
+		AutoCreateTopics:   p.AutoCreateTopics,
+		Retention:          p.Retention.Mode,
+		MaxAge:             maxAge,
+		MaxBytes:           p.Retention.Size,
+		MaxMsgs:            p.Retention.Messages,
+		DuplicateWindow:    time.Duration(p.DedupWindow),
+		Bundles:            p.Bundles,
+		Replication:        p.Replication,
+		MaxConsumers:       p.MaxConsumers,
+		SubscriptionExpiry: time.Duration(p.SubscriptionExpiry),
+	}
+	if o := p.Offload; o != nil {
+		out.Offload = &mledger.OffloadPolicy{Threshold: o.Threshold, DeletionLag: time.Duration(o.DeletionLag)}
+	}
+	return out
+}
