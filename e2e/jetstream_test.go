@@ -51,8 +51,14 @@ type jsCluster struct {
 
 func startJSCluster(t *testing.T) *jsCluster {
 	t.Helper()
+	return startJSClusterWith(t, jsRegion)
+}
+
+// startJSClusterWith is startJSCluster with topology file topo.
+func startJSClusterWith(t *testing.T, topo string) *jsCluster {
+	t.Helper()
 	dir := t.TempDir()
-	c := &jsCluster{dir: dir, topo: writeTopology(t, dir, "js.yaml", jsRegion), brokers: map[string]*nodeProcess{}, args: map[string][]string{}}
+	c := &jsCluster{dir: dir, topo: writeTopology(t, dir, "js.yaml", topo), brokers: map[string]*nodeProcess{}, args: map[string][]string{}}
 	c.common = []string{"--topology", c.topo, "--region", "solo", "--data-dir", filepath.Join(dir, "data"), "--gossip", "loopback", "--log-level", "info"}
 	c.meta = startNodeProcess(t, filepath.Join(dir, "meta.log"), append(c.common, "--id", "meta")...)
 	join := []string{"--etcd", c.meta.report.Etcd, "--join", c.meta.report.SerfLAN}

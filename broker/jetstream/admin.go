@@ -106,14 +106,14 @@ func (s *Service) TopicStats(ctx context.Context, name tenancy.Name) (*TopicStat
 		return nil, ErrTopicNotFound
 	}
 	var info jsapi.StreamInfoResponse
-	if err := s.request(ctx, jsapi.APIPrefix+"STREAM.INFO."+st.stream, nil, &info); err != nil {
+	if err := s.request(ctx, jsapi.APIPrefix+"STREAM.INFO."+qualifiedStream(st), nil, &info); err != nil {
 		return nil, err
 	}
 	if info.Error != nil {
 		return nil, info.Error
 	}
 	var list jsapi.ConsumerListResponse
-	if err := s.request(ctx, jsapi.APIPrefix+"CONSUMER.LIST."+st.stream, nil, &list); err != nil {
+	if err := s.request(ctx, jsapi.APIPrefix+"CONSUMER.LIST."+qualifiedStream(st), nil, &list); err != nil {
 		return nil, err
 	}
 	out := &TopicStats{TopicSummary: s.summary(st), Config: st.config, Retention: string(st.config.Retention)}
@@ -193,9 +193,9 @@ func (s *Service) PutSubscription(ctx context.Context, n tenancy.Name, name stri
 	if req.Replicated {
 		cfg.Metadata = map[string]string{MetaReplicated: "true"}
 	}
-	body, _ := json.Marshal(jsapi.CreateConsumerRequest{Stream: st.stream, Config: cfg})
+	body, _ := json.Marshal(jsapi.CreateConsumerRequest{Stream: qualifiedStream(st), Config: cfg})
 	var resp jsapi.ConsumerInfoResponse
-	if err := s.request(ctx, jsapi.APIPrefix+"CONSUMER.CREATE."+st.stream+"."+name, body, &resp); err != nil {
+	if err := s.request(ctx, jsapi.APIPrefix+"CONSUMER.CREATE."+qualifiedStream(st)+"."+name, body, &resp); err != nil {
 		return err
 	}
 	if resp.Error != nil {
@@ -212,7 +212,7 @@ func (s *Service) DeleteSubscription(ctx context.Context, n tenancy.Name, name s
 		return ErrTopicNotFound
 	}
 	var resp jsapi.SuccessResponse
-	if err := s.request(ctx, jsapi.APIPrefix+"CONSUMER.DELETE."+st.stream+"."+name, nil, &resp); err != nil {
+	if err := s.request(ctx, jsapi.APIPrefix+"CONSUMER.DELETE."+qualifiedStream(st)+"."+name, nil, &resp); err != nil {
 		return err
 	}
 	if resp.Error != nil {

@@ -103,7 +103,7 @@ func (s *Service) streamInfo(ctx context.Context, st *stream, subjectsFilter str
 	rctx, cancel := context.WithTimeout(ctx, ownerInfoTimeout)
 	defer cancel()
 	var resp jsapi.StreamInfoResponse
-	if err := s.request(rctx, jsapi.APIPrefix+"STREAM.INFO."+st.stream, nil, &resp); err == nil && resp.Error == nil && resp.StreamInfo != nil {
+	if err := s.request(rctx, jsapi.APIPrefix+"STREAM.INFO."+qualifiedStream(st), nil, &resp); err == nil && resp.Error == nil && resp.StreamInfo != nil {
 		return resp.StreamInfo
 	}
 	info := &jsapi.StreamInfo{Config: st.config, Created: st.created.UTC(), TimeStamp: s.cfg.Now().UTC()}

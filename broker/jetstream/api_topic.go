@@ -52,6 +52,7 @@ func (t *topic) handleAPI(req jsapi.APIRequest, m message, mark uint64) {
 			return
 		}
 		cur := t.stream()
+		cfg.Name = cur.stream // also when addressed by its qualified name
 		if req.Kind == jsapi.KindStreamCreate {
 			if !sameConfig(&cur.config, cfg) {
 				fail(jsapi.ErrStreamNameInUse())
@@ -303,7 +304,7 @@ func (t *topic) createConsumer(ctx context.Context, req jsapi.APIRequest, m mess
 		return nil, jsapi.ErrInvalidJSON(err)
 	}
 	st := t.stream()
-	if creq.Stream != st.stream { // also an empty body, as on the reference
+	if creq.Stream != req.Stream { // also an empty body, as on the reference (req.Stream names this topic)
 		return nil, jsapi.ErrStreamMismatch()
 	}
 	cfg := creq.Config
@@ -373,7 +374,7 @@ func (t *topic) createConsumer(ctx context.Context, req jsapi.APIRequest, m mess
 		}
 	}
 	src, rs := t.consumerSource(name, &cfg, persisted)
-	c, err := consumer.New(cfg, nil, t.s.cfg.Now(), src, consumerOptions(st)...)
+	c, err := consumer.New(cfg, nil, t.s.cfg.Now(), src, t.s.consumerOptions(st)...)
 	if err != nil {
 		return nil, jsapi.ErrConsumerCreate(err)
 	}

@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"errors"
+	"sort"
 	"strings"
 	"time"
 
@@ -52,20 +53,81 @@ func (s *Service) dispatch(m message) {
 // auth off, the topology's defaults.jetstream tenant.
 func (s *Service) tenantOf(message) string { return s.cfg.DefaultTenant }
 
-// lookupStream finds a stream by name for m's connection: in its tenant,
-// then (auth off) in any tenant.
+// lookupStream finds a stream by name for m's connection (nil: none,
+// or the name is ambiguous; see resolveStream).
 func (s *Service) lookupStream(m message, name string) *stream {
-	if st := s.reg.lookup(s.tenantOf(m), name); st != nil {
-		return st
+	st, _ := s.resolveStream(m, name)
+	return st
+}
+
+// resolveStream finds a stream by name for m's connection. A qualified
+// name "tenant:namespace:topic" (qualifiedStream) is that topic, exactly.
+// Any other name is looked up in m's tenant; failing that (auth off:
+// every connection is the default JetStream tenant's), in the other
+// tenants, where it must match one stream only: a name several tenants
+// have is refused (the error lists them and their qualified names)
+// rather than resolved to one of them at random. nil, nil: no such
+// stream.
+func (s *Service) resolveStream(m message, name string) (*stream, *jsapi.APIError) {
+	if n, ok := parseQualifiedStream(name); ok {
+		return s.reg.topic(n), nil
+	}
+	tenant := s.tenantOf(m)
+	if st := s.reg.lookup(tenant, name); st != nil {
+		return st, nil
 	}
 	s.reg.mu.RLock()
-	defer s.reg.mu.RUnlock()
-	for _, byName := range s.reg.byStream {
-		if st := byName[name]; st != nil {
-			return st
+	var found []*stream
+	for t, byName := range s.reg.byStream {
+		if st := byName[name]; st != nil && t != tenant {
+			found = append(found, st)
 		}
 	}
-	return nil
+	s.reg.mu.RUnlock()
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return found[0], nil
+	}
+	paths := make([]string, 0, len(found))
+	quals := make([]string, 0, len(found))
+	for _, st := range found {
+		paths = append(paths, st.name.String())
+		quals = append(quals, qualifiedStream(st))
+	}
+	sort.Strings(paths)
+	sort.Strings(quals)
+	return nil, withDesc(jsapi.ErrBadRequest(), "stream name "+name+" is ambiguous: "+strings.Join(paths, ", ")+
+		" all have it; name the stream with its tenant: "+strings.Join(quals, " or "))
+}
+
+// qualifiedStream is the name that denotes st's topic, whatever its stream
+// is called and whichever tenant asks: "tenant:namespace:topic" (no
+// stream has two colons: topicForStream refuses them).
+func qualifiedStream(st *stream) string {
+	return st.name.Tenant + ":" + st.name.Namespace + ":" + st.name.Topic
+}
+
+// parseQualifiedStream reads a qualifiedStream name.
+func parseQualifiedStream(name string) (n mledger.Name, ok bool) {
+	tenant, rest, _ := strings.Cut(name, ":")
+	if !strings.Contains(rest, ":") || !validToken(tenant) {
+		return n, false
+	}
+	return topicForStream(tenant, "", rest, nil)
+}
+
+// apiName is the stream name st's consumers show (ack subjects, consumer
+// info): its stream name in the default JetStream tenant, the qualified
+// name elsewhere (the bare name may be ambiguous there, and an ack must
+// reach the topic it came from). The broker's own requests always use the
+// qualified name.
+func (s *Service) apiName(st *stream) string {
+	if st.name.Tenant == s.cfg.DefaultTenant {
+		return st.stream
+	}
+	return qualifiedStream(st)
 }
 
 func (s *Service) dispatchAck(m message) {
@@ -105,7 +167,18 @@ func (s *Service) dispatchAPI(m message) {
 		s.goAPI(func() { s.apiRegion(req, m) })
 		return
 	}
-	st := s.lookupStream(m, req.Stream)
+	st, ambiguous := s.resolveStream(m, req.Stream)
+	if ambiguous != nil {
+		if req.Kind == jsapi.KindConsumerNext {
+			if m.reply != "" {
+				hdr := natsproto.AppendStatusHeader(nil, jsapi.StatusBadRequest, ambiguous.Description)
+				s.deliver(m.origin, m.reply, m.reply, "", hdr, nil)
+			}
+			return
+		}
+		s.replyError(m.reply, req.Kind, ambiguous)
+		return
+	}
 	if st == nil {
 		if req.Kind == jsapi.KindStreamCreate {
 			s.goAPI(func() { s.createStream(req, m) })
@@ -130,13 +203,18 @@ func (s *Service) dispatchAPI(m message) {
 	s.toOwner(st.name, m, func(t *topic) { t.api(req, m) })
 }
 
-// loadStream reads stream name's topic from etcd (m's tenant; the
-// default namespace unless the name is "ns:topic") and adds it to the
-// registry; nil when there is no such topic or etcd does not answer.
+// loadStream reads stream name's topic from etcd (a qualified name's
+// topic, else m's tenant's: the default namespace unless the name is
+// "ns:topic") and adds it to the registry; nil when there is no such
+// topic or etcd does not answer.
 func (s *Service) loadStream(m message, name string) *stream {
-	n, ok := topicForStream(s.tenantOf(m), s.cfg.DefaultNamespace, name, nil)
-	if !ok || n.Tenant == "" {
-		return nil
+	n, qualified := parseQualifiedStream(name)
+	if !qualified {
+		var ok bool
+		n, ok = topicForStream(s.tenantOf(m), s.cfg.DefaultNamespace, name, nil)
+		if !ok || n.Tenant == "" {
+			return nil
+		}
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, 2*time.Second)
 	defer cancel()
@@ -145,7 +223,7 @@ func (s *Service) loadStream(m message, name string) *stream {
 		return nil
 	}
 	st := decodeStream(n, tm)
-	if st.stream != name {
+	if !qualified && st.stream != name {
 		return nil
 	}
 	if s.reg.put(st) {

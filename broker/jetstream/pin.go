@@ -15,8 +15,8 @@ import (
 
 // consumerOptions are the options every consumer of stream st is created
 // or restored with.
-func consumerOptions(st *stream) []consumer.Option {
-	opts := []consumer.Option{consumer.StreamName(st.stream), consumer.PinIDs(newPinID)}
+func (s *Service) consumerOptions(st *stream) []consumer.Option {
+	opts := []consumer.Option{consumer.StreamName(s.apiName(st)), consumer.PinIDs(newPinID)}
 	if subj := topicSubject(st); subj != "" {
 		opts = append(opts, consumer.TopicSubject(subj))
 	}

@@ -32,7 +32,7 @@ func (t *topic) publish(m message) {
 				"header "+k+" is reserved: Strata-* headers are set by Strata on replicated copies, never by clients")))
 			return
 		}
-		if v, ok := natsproto.HeaderGet(m.hdr, jsapi.HdrExpectedStream); ok && string(v) != st.stream {
+		if v, ok := natsproto.HeaderGet(m.hdr, jsapi.HdrExpectedStream); ok && string(v) != st.stream && string(v) != qualifiedStream(st) {
 			t.s.respond(m.reply, pubAckError(st.stream, jsapi.ErrStreamNotMatch()))
 			return
 		}

@@ -140,7 +140,7 @@ func (s *Service) openTopic(ctx context.Context, n tenancy.Name, own *ownedBundl
 	for name, cs := range states {
 		cs := cs
 		src, rs := t.consumerSource(name, &cs.Config, sets[name])
-		c, err := consumer.New(cs.Config, &cs, s.cfg.Now(), src, consumerOptions(st)...)
+		c, err := consumer.New(cs.Config, &cs, s.cfg.Now(), src, s.consumerOptions(st)...)
 		if err != nil {
 			s.cfg.Logger.Warn("dropping an unreadable cursor", "topic", n.String(), "consumer", name, "err", err)
 			continue
