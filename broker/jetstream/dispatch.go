@@ -110,9 +110,9 @@ func qualifiedStream(st *stream) string {
 }
 
 // parseQualifiedStream reads a qualifiedStream name.
-func parseQualifiedStream(name string) (n mledger.Name, ok bool) {
+func parseQualifiedStream(name string) (n tenancy.Name, ok bool) {
 	tenant, rest, _ := strings.Cut(name, ":")
-	if !strings.Contains(rest, ":") || !validToken(tenant) {
+	if !strings.Contains(rest, ":") || !tenancy.ValidToken(tenant) {
 		return n, false
 	}
 	return topicForStream(tenant, "", rest, nil)

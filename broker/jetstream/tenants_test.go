@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	strata "github.com/stratamesh/strata/broker/jetstream"
-	"github.com/stratamesh/strata/broker/mledger"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // TestStreamNameOfTwoTenants: tenants rival and newco both own namespace
@@ -25,9 +25,10 @@ import (
 // the default tenant has is the default tenant's.
 func TestStreamNameOfTwoTenants(t *testing.T) {
 	r := newStrataRegion(t, 1, func(c *strata.Config) {
-		c.Tenants["demo"]["secrets"] = strata.Namespace{AutoCreateTopics: true}
-		c.Tenants["rival"] = map[string]strata.Namespace{"secrets": {AutoCreateTopics: true}}
-		c.Tenants["newco"] = map[string]strata.Namespace{"secrets": {AutoCreateTopics: true}}
+		p := c.Policies.(strata.StaticPolicies)
+		p["demo"]["secrets"] = strata.Namespace{AutoCreateTopics: true}
+		p["rival"] = map[string]strata.Namespace{"secrets": {AutoCreateTopics: true}}
+		p["newco"] = map[string]strata.Namespace{"secrets": {AutoCreateTopics: true}}
 	})
 	b := r.brokers[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -129,7 +130,7 @@ func TestStreamNameOfTwoTenants(t *testing.T) {
 		msgs   uint64
 		subs   int
 	}{{"rival", 3, 1}, {"newco", 2, 0}} {
-		ts, err := b.js.TopicStats(ctx, mledger.Name{Tenant: tc.tenant, Namespace: "secrets", Topic: "plans"})
+		ts, err := b.js.TopicStats(ctx, tenancy.Name{Tenant: tc.tenant, Namespace: "secrets", Topic: "plans"})
 		if err != nil {
 			t.Fatal(err)
 		}
