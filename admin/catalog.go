@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 )
 
 // Code is a stable snake_case error code of the admin API
@@ -184,14 +183,4 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 func WriteError(w http.ResponseWriter, err error) {
 	e := AsError(err)
 	WriteJSON(w, e.Status(), ErrorBody{Error: *e})
-}
-
-// codes lists the catalog's codes, sorted (for messages and tests).
-func codes() []string {
-	out := make([]string, 0, len(catalog))
-	for _, c := range catalog {
-		out = append(out, string(c.Code))
-	}
-	sort.Strings(out)
-	return out
 }
