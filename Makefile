@@ -36,7 +36,6 @@ fuzz:
 	$(GO) test ./internal/ackset -run '^$$' -fuzz '^FuzzUnmarshalBinary$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bookie/storage -run '^$$' -fuzz '^FuzzScanJournal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/mledger -run '^$$' -fuzz '^FuzzDecodeEntry$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./region -run '^$$' -fuzz '^FuzzParseOffloadRequest$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tiered -run '^$$' -fuzz '^FuzzDecodeIndex$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tiered -run '^$$' -fuzz '^FuzzDecodeFrames$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tiered/blob -run '^$$' -fuzz '^FuzzValidateName$$' -fuzztime $(FUZZTIME)
@@ -48,7 +47,8 @@ fuzz:
 	$(GO) test ./replicator/wire -run '^$$' -fuzz '^FuzzDecodeSubSync$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./replicator/wire -run '^$$' -fuzz '^FuzzDecodeTombstone$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./replicator -run '^$$' -fuzz '^FuzzDecodeSubSet$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./region -run '^$$' -fuzz '^FuzzParseSubscriptionRequest$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./admin -run '^$$' -fuzz '^FuzzDecodeRequests$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./admin -run '^$$' -fuzz '^FuzzPathParams$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/bundle -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $(FUZZTIME)
 
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)

@@ -11,11 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratamesh/strata/admin"
 	"github.com/stratamesh/strata/bookie"
 	"github.com/stratamesh/strata/bookie/storage"
-	"github.com/stratamesh/strata/internal/adminclient"
 	"github.com/stratamesh/strata/internal/testutil"
-	"github.com/stratamesh/strata/region"
 )
 
 // scale multiplies message counts: STRATA_E2E_SCALE (default 1) lets a
@@ -62,13 +61,13 @@ func TestBookieCrashKeepsAckedEntries(t *testing.T) {
 func TestBookieJournalDirCrashKeepsAckedEntries(t *testing.T) {
 	dir := t.TempDir()
 	journal := filepath.Join(dir, "fast-disk", "k1-journal")
-	admin := bookieCrashKeepsAckedEntries(t, dir, writeTopology(t, dir, "bookie.yaml", fmt.Sprintf(bookieJournalDirRegion, journal)))
+	adminURL := bookieCrashKeepsAckedEntries(t, dir, writeTopology(t, dir, "bookie.yaml", fmt.Sprintf(bookieJournalDirRegion, journal)))
 	// The bookie's admin view (what `strata status` shows) names the
 	// journal's directory and its file system's free space.
-	var view region.BookieView
+	var view admin.BookieView
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := adminclient.Get(ctx, nil, admin, "/admin/v1/bookie", &view); err != nil {
+	if err := (&admin.Client{}).Get(ctx, adminURL, "/admin/v1/bookie", &view); err != nil {
 		t.Fatal(err)
 	}
 	if view.JournalDir != journal || view.JournalFreeBytes <= 0 || view.JournalTotalBytes < view.JournalFreeBytes {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stratamesh/strata/broker/jetstream"
+	"github.com/stratamesh/strata/admin"
 )
 
 // geoMesh is three regions whose demo/geo namespace replicates across
@@ -150,7 +150,7 @@ func (g *geoRegion) signalBrokers(sig syscall.Signal) {
 }
 
 // topicStats asks the region's brokers, in turn, for a topic's stats.
-func (c *geoCluster) topicStats(region, topic string) (*jetstream.TopicStats, error) {
+func (c *geoCluster) topicStats(region, topic string) (*admin.TopicStats, error) {
 	g := c.regions[region]
 	var lastErr error
 	for _, id := range []string{"b1", "b2"} {
@@ -164,7 +164,7 @@ func (c *geoCluster) topicStats(region, topic string) (*jetstream.TopicStats, er
 			continue
 		}
 		var v struct {
-			Topic *jetstream.TopicStats `json:"topic"`
+			Topic *admin.TopicStats `json:"topic"`
 		}
 		err = json.NewDecoder(resp.Body).Decode(&v)
 		resp.Body.Close()

@@ -16,7 +16,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
-	"github.com/stratamesh/strata/broker/mledger"
+	"github.com/stratamesh/strata/admin"
 	"github.com/stratamesh/strata/internal/testutil"
 )
 
@@ -71,7 +71,7 @@ func TestTieredRegions(t *testing.T) {
 	// each; an entry may batch several messages) and drops their bookie
 	// copies.
 	for _, r := range geoRegions {
-		var st *mledger.OffloadStatus
+		var st *admin.OffloadStatus
 		testutil.Eventually(t, r+": closed ledgers on the tier only", 90*time.Second, func() bool {
 			st = c.offloadStatus(r, "demo/geo/tiers")
 			if st == nil || st.OffloadedLedgers == 0 {
@@ -133,14 +133,14 @@ func TestTieredRegions(t *testing.T) {
 }
 
 // offloadStatus asks a region's brokers for a topic's offload status.
-func (c *geoCluster) offloadStatus(region, topic string) *mledger.OffloadStatus {
+func (c *geoCluster) offloadStatus(region, topic string) *admin.OffloadStatus {
 	for _, id := range []string{"b1", "b2"} {
 		p := c.regions[region].brokers[id]
 		if p == nil || p.exited() {
 			continue
 		}
 		var v struct {
-			Offload *mledger.OffloadStatus `json:"offload"`
+			Offload *admin.OffloadStatus `json:"offload"`
 		}
 		if getJSON(c.http, p.report.Admin+"/admin/v1/topics/"+topic+"/offload", &v) == nil && v.Offload != nil {
 			return v.Offload

@@ -5,59 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stratamesh/strata/admin"
 	"github.com/stratamesh/strata/bookie"
 	"github.com/stratamesh/strata/bookie/storage"
-	"github.com/stratamesh/strata/internal/adminclient"
 	"github.com/stratamesh/strata/internal/gossip"
 	"github.com/stratamesh/strata/internal/meta"
 	"github.com/stratamesh/strata/internal/testutil"
 )
-
-func TestParseReadOnlyRequest(t *testing.T) {
-	for body, want := range map[string]bool{`{"read_only":true}`: true, ` {"read_only": false} `: false, `{"read_only":true,"bookie":"k1"}`: true} {
-		if got, err := parseReadOnlyRequest([]byte(body)); err != nil || *got.ReadOnly != want {
-			t.Errorf("%q: %v, %v; want %v", body, got, err, want)
-		}
-	}
-	for body, want := range map[string]struct{ err, field string }{
-		``:                                  {"EOF", ""},
-		`{`:                                 {"unexpected EOF", ""},
-		`{}`:                                {`"read_only" is required`, "read_only"},
-		`{"read_only":null}`:                {`"read_only" is required`, "read_only"},
-		`{"read_only":"yes"}`:               {"cannot unmarshal string", "read_only"},
-		`{"read_only":1}`:                   {"cannot unmarshal number", "read_only"},
-		`{"readOnly":true}`:                 {"unknown field", "readOnly"},
-		`{"read_only":true,"reason":"x"}`:   {"unknown field", "reason"},
-		`{"read_only":true} {}`:             {"more than one JSON value", ""},
-		`[true]`:                            {"cannot unmarshal array", ""},
-		`{"read_only":true,"read_only":[]}`: {"cannot unmarshal array", "read_only"},
-		`{"read_only":true,"bookie":7}`:     {"cannot unmarshal number", "bookie"},
-	} {
-		_, err := parseReadOnlyRequest([]byte(body))
-		var be *bodyError
-		if err == nil || !strings.Contains(err.Error(), want.err) || !strings.Contains(err.Error(), "read-only body") ||
-			!errors.As(err, &be) || be.field != want.field {
-			t.Errorf("%q: err %v (field %q), want one naming %q, about field %q", body, err, fieldOf(be), want.err, want.field)
-		}
-	}
-}
-
-// FuzzParseReadOnlyRequest: any body parses or fails with an error naming
-// the read-only body; never panics.
-func FuzzParseReadOnlyRequest(f *testing.F) {
-	f.Add([]byte(`{"read_only":true}`))
-	f.Add([]byte(`{"read_only":false,"x":1}`))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		if _, err := parseReadOnlyRequest(body); err != nil && !strings.Contains(err.Error(), "read-only body") {
-			t.Fatalf("error %v does not name the read-only body", err)
-		}
-	})
-}
 
 // TestBookieReadOnlyByOperator: PUT /admin/v1/bookie/read-only holds a
 // bookie read-only — adds refused, its registration and views say so —
@@ -88,9 +46,9 @@ func TestBookieReadOnlyByOperator(t *testing.T) {
 		regs, err := bookie.ListRegistrations(ctx, store)
 		return err == nil && len(regs) == 1 && regs[0].ReadOnly
 	}
-	put := func(n *Node, body string) (BookieView, error) {
-		var v BookieView
-		err := adminclient.Send(ctx, nil, http.MethodPut, n.Endpoints().Admin, "/admin/v1/bookie/read-only", json.RawMessage(body), &v)
+	put := func(n *Node, body string) (admin.BookieView, error) {
+		var v admin.BookieView
+		err := (&admin.Client{}).Send(ctx, http.MethodPut, n.Endpoints().Admin, "/admin/v1/bookie/read-only", json.RawMessage(body), &v)
 		return v, err
 	}
 	if err := add(k1, 0); err != nil {
@@ -98,7 +56,7 @@ func TestBookieReadOnlyByOperator(t *testing.T) {
 	}
 
 	for _, bad := range []string{`{}`, `{"read_only":"on"}`, `{"read_only":true,"x":1}`} {
-		var apiErr *adminclient.APIError
+		var apiErr *admin.APIError
 		if _, err := put(k1, bad); !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest {
 			t.Fatalf("PUT %s: %v, want 400", bad, err)
 		}
@@ -108,7 +66,7 @@ func TestBookieReadOnlyByOperator(t *testing.T) {
 	}
 
 	// Meant for another bookie (a wrong URL): refused, nothing changed.
-	var apiErr *adminclient.APIError
+	var apiErr *admin.APIError
 	for _, other := range []string{`{"read_only":true,"bookie":"k2"}`, `{"read_only":true,"bookie":"k1","region":"r2"}`} {
 		if _, err := put(k1, other); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
 			t.Fatalf("PUT %s to r1/k1: %v, want 409", other, err)
@@ -159,11 +117,4 @@ func TestBookieReadOnlyByOperator(t *testing.T) {
 		t.Fatalf("add once lifted: %v", err)
 	}
 	testutil.Eventually(t, "the registration says writable", 10*time.Second, func() bool { return !registeredReadOnly() })
-}
-
-func fieldOf(be *bodyError) string {
-	if be == nil {
-		return "<none>"
-	}
-	return be.field
 }

@@ -2,42 +2,31 @@ package region
 
 import (
 	"context"
-	"net/http"
 	"os"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/stratamesh/strata/internal/adminhttp"
+	"github.com/stratamesh/strata/admin"
 	"github.com/stratamesh/strata/internal/gossip"
 )
 
-// MembersView is the body of GET /admin/v1/members: this node's view of
-// its pools.
-type MembersView struct {
-	Node   string          `json:"node"` // SerfName(region, id)
-	Region string          `json:"region"`
-	Role   string          `json:"role"`
-	LAN    []gossip.Member `json:"lan"`
-	WAN    []gossip.Member `json:"wan,omitempty"` // brokers only
-	// PID is the node's process id, so that `strata status` shows the
-	// process that answers (also one restarted by hand).
-	PID int `json:"pid,omitempty"`
-}
-
-// Members returns the node's current view of its pools.
-func (n *Node) Members() MembersView {
-	v := MembersView{Node: n.name, Region: n.cfg.Region, Role: n.spec.Role, LAN: n.lan.Members(), PID: os.Getpid()}
+// Members returns the node's current view of its pools (GET
+// /admin/v1/members).
+func (n *Node) Members() admin.MembersView {
+	v := admin.MembersView{Node: n.name, Region: n.cfg.Region, Role: n.spec.Role, LAN: adminMembers(n.lan.Members()), PID: os.Getpid()}
 	if n.wan != nil {
-		v.WAN = n.wan.Members()
+		v.WAN = adminMembers(n.wan.Members())
 	}
 	return v
 }
 
-func (n *Node) membersHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		adminhttp.WriteJSON(w, http.StatusOK, n.Members())
-	})
+func adminMembers(ms []gossip.Member) []admin.Member {
+	out := make([]admin.Member, len(ms))
+	for i, m := range ms {
+		out[i] = admin.Member{Name: m.Name, Addr: m.Addr, State: m.State, Tags: m.Tags}
+	}
+	return out
 }
 
 // registerMetrics exports strata.gossip.members{pool, state}: how many

@@ -320,18 +320,7 @@ func (n *Node) joinInBackground(p *gossip.Pool, pool string, seeds []string) {
 
 func (n *Node) startAdmin() error {
 	n.admin = adminhttp.New(n.logger)
-	n.admin.Handle("GET /metrics", n.tel.Handler())
-	n.admin.Handle("GET /admin/v1/members", n.membersHandler())
-	n.bookieRoutes(n.admin)
-	n.ledgerRoutes(n.admin)
-	if n.js != nil {
-		n.topicRoutes(n.admin)
-		n.bundleRoutes(n.admin)
-		n.replicationRoutes(n.admin)
-		n.subscriptionRoutes(n.admin)
-		n.offloadRoutes(n.admin)
-		n.tierRoutes(n.admin)
-	}
+	n.mountAdmin()
 	n.admin.AddReadyCheck("metadata", func(ctx context.Context) error {
 		_, err := n.store.Get(ctx, n.registrationKey())
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"go.uber.org/goleak"
 
+	"github.com/stratamesh/strata/admin"
 	"github.com/stratamesh/strata/bookie/storage"
 	"github.com/stratamesh/strata/internal/gossip"
 	"github.com/stratamesh/strata/internal/meta"
@@ -96,18 +97,18 @@ func TestRegionNodes(t *testing.T) {
 	}
 
 	// Health, readiness, metrics, members over HTTP.
-	admin := broker.Endpoints().Admin
+	adminURL := broker.Endpoints().Admin
 	for _, path := range []string{"/healthz", "/readyz"} {
-		if code, body := httpGet(t, admin+path); code != 200 {
+		if code, body := httpGet(t, adminURL+path); code != 200 {
 			t.Fatalf("%s = %d %s", path, code, body)
 		}
 	}
-	_, metrics := httpGet(t, admin+"/metrics")
+	_, metrics := httpGet(t, adminURL+"/metrics")
 	if !strings.Contains(metrics, `strata_gossip_members{`) || !strings.Contains(metrics, `pool="wan"`) {
 		t.Fatalf("metrics lack strata_gossip_members for the WAN pool:\n%.2000s", metrics)
 	}
-	_, members := httpGet(t, admin+"/admin/v1/members")
-	var mv MembersView
+	_, members := httpGet(t, adminURL+"/admin/v1/members")
+	var mv admin.MembersView
 	if err := json.Unmarshal([]byte(members), &mv); err != nil || mv.Node != "r1.b1" || len(mv.LAN) != 3 || len(mv.WAN) != 1 {
 		t.Fatalf("members view = %+v (%v)", mv, err)
 	}
@@ -118,7 +119,7 @@ func TestRegionNodes(t *testing.T) {
 	checkRoutes(t, bookie)
 	checkRoutes(t, broker)
 	_, bv := httpGet(t, bookie.Endpoints().Admin+"/admin/v1/bookie")
-	var view BookieView
+	var view admin.BookieView
 	if err := json.Unmarshal([]byte(bv), &view); err != nil || view.ID != "k1" || view.Instance == "" || view.Address != bookie.Endpoints().GRPC || view.TotalBytes == 0 {
 		t.Fatalf("bookie view = %+v (%v)", view, err)
 	}
@@ -130,9 +131,9 @@ func TestRegionNodes(t *testing.T) {
 	if err := <-added; err != nil {
 		t.Fatal(err)
 	}
-	_, list := httpGet(t, admin+"/admin/v1/bookies")
+	_, list := httpGet(t, adminURL+"/admin/v1/bookies")
 	var lv struct {
-		Bookies []BookieView `json:"bookies"`
+		Bookies []admin.BookieView `json:"bookies"`
 	}
 	if err := json.Unmarshal([]byte(list), &lv); err != nil || len(lv.Bookies) != 1 {
 		t.Fatalf("region bookie list: %v\n%s", err, list)
@@ -215,7 +216,7 @@ func checkRoutes(t *testing.T, n *Node) {
 	}
 }
 
-func aliveIn(ms []gossip.Member) int {
+func aliveIn(ms []admin.Member) int {
 	alive := 0
 	for _, m := range ms {
 		if m.State == gossip.StateAlive {

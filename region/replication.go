@@ -2,31 +2,10 @@ package region
 
 import (
 	"context"
-	"net/http"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-
-	"github.com/stratamesh/strata/internal/adminhttp"
 )
-
-// replicationRoutes mounts the broker's replication view (ARCHITECTURE
-// §4 "Lag"):
-//
-//	GET /admin/v1/replication   this broker's links to other regions, the
-//	                            replicator cursors of the topics it owns and
-//	                            the messages gap records skipped in them
-func (n *Node) replicationRoutes(s *adminhttp.Server) {
-	s.Handle("GET /admin/v1/replication", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		adminhttp.WriteJSON(w, http.StatusOK, map[string]any{
-			"region":  n.cfg.Region,
-			"broker":  n.name,
-			"links":   n.js.LinkStatus(),
-			"cursors": n.js.Replication(),
-			"lost":    n.js.OriginLosses(),
-		})
-	}))
-}
 
 // registerReplicationMetrics exports, per replicator cursor of the
 // topics this broker owns, strata.replication.lag.{messages,bytes,seconds}

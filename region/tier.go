@@ -2,15 +2,12 @@ package region
 
 import (
 	"context"
-	"net/http"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/stratamesh/strata/admin"
 	"github.com/stratamesh/strata/broker/mledger"
-	"github.com/stratamesh/strata/internal/adminhttp"
-	"github.com/stratamesh/strata/internal/meshfile"
 	"github.com/stratamesh/strata/tiered"
 	"github.com/stratamesh/strata/tiered/blob"
 	"github.com/stratamesh/strata/tiered/blob/blobopen"
@@ -81,50 +78,13 @@ func (n *Node) closeTier() error {
 	return n.tier.store.Close()
 }
 
-// tierRoutes mounts GET /admin/v1/tier: what the region's tier holds for
-// the region (the objects under "<region>/": data and index objects of
-// offloaded ledgers) — `strata status` shows it.
-func (n *Node) tierRoutes(s *adminhttp.Server) {
-	s.Handle("GET /admin/v1/tier", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u := meshfile.TierUsage{Kind: n.region.Tier.Kind}
-		if u.Kind == "" {
-			u.Kind = topology.TierFS
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), metadataTimeout)
-		defer cancel()
-		st, err := n.tierStore(ctx)
-		var objs []blob.Attrs
-		if err == nil {
-			objs, err = st.List(ctx, n.cfg.Region+"/")
-		}
-		if err != nil {
-			u.Error = err.Error()
-			adminhttp.WriteJSON(w, http.StatusOK, u)
-			return
-		}
-		for _, o := range objs {
-			u.Objects++
-			u.Bytes += o.Size
-			if strings.HasSuffix(o.Name, tiered.DataObjectName("")) {
-				u.Ledgers++
-			}
-		}
-		adminhttp.WriteJSON(w, http.StatusOK, u)
-	}))
-}
-
-// TierInfo names a region's tier in admin answers: its kind and where
+// tierInfo names the region's tier in admin answers: its kind and where
 // its objects go (a directory, or bucket/prefix).
-type TierInfo struct {
-	Kind  string `json:"kind"`
-	Where string `json:"where"`
-}
-
-func (n *Node) tierInfo() TierInfo {
+func (n *Node) tierInfo() admin.TierInfo {
 	c := TierConfig(n.region.Tier, n.cfg.DataDir, n.cfg.Region)
 	where := c.Dir
 	if c.Bucket != "" {
 		where = c.Bucket + "/" + c.Prefix
 	}
-	return TierInfo{Kind: c.Kind, Where: where}
+	return admin.TierInfo{Kind: c.Kind, Where: where}
 }

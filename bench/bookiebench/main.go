@@ -19,11 +19,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/stratamesh/strata/admin"
 	"github.com/stratamesh/strata/bench/benchnode"
 	"github.com/stratamesh/strata/bookie"
 	"github.com/stratamesh/strata/bookie/storage"
-	"github.com/stratamesh/strata/internal/adminclient"
-	"github.com/stratamesh/strata/region"
 )
 
 const topology = `mesh: bench
@@ -184,8 +183,8 @@ func round(strata string, args []string, dir string, n, size, window int) (float
 	if err != nil {
 		return 0, err
 	}
-	var view region.BookieView
-	if err := adminclient.Get(context.Background(), nil, k1.Report.Admin, "/admin/v1/bookie", &view); err != nil {
+	var view admin.BookieView
+	if err := (&admin.Client{}).Get(context.Background(), k1.Report.Admin, "/admin/v1/bookie", &view); err != nil {
 		return 0, err
 	}
 	j := view.Journal

@@ -17,9 +17,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stratamesh/strata/admin"
 	"github.com/stratamesh/strata/bench/benchnode"
 	"github.com/stratamesh/strata/bookie/ledger"
-	"github.com/stratamesh/strata/internal/adminclient"
 	"github.com/stratamesh/strata/internal/meta"
 	"github.com/stratamesh/strata/region"
 	"github.com/stratamesh/strata/topology"
@@ -106,8 +106,8 @@ func run(strata, dir string, n, size, window, e, qw, qa int) error {
 	// The bookies' journal batches, for the raw run's batch size.
 	var batches, adds int64
 	for _, b := range bookies {
-		var view region.BookieView
-		if err := adminclient.Get(ctx, nil, b.Report.Admin, "/admin/v1/bookie", &view); err != nil {
+		var view admin.BookieView
+		if err := (&admin.Client{}).Get(ctx, b.Report.Admin, "/admin/v1/bookie", &view); err != nil {
 			return err
 		}
 		batches += view.Journal.Batches

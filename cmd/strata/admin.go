@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -13,19 +14,22 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stratamesh/strata/internal/adminclient"
+	"github.com/stratamesh/strata/admin"
+
 	"github.com/stratamesh/strata/internal/meshfile"
 	"github.com/stratamesh/strata/internal/status"
 	"github.com/stratamesh/strata/internal/supervisor"
-	"github.com/stratamesh/strata/region"
 )
 
 // adminFlags are shared by every `strata admin` command.
 type adminFlags struct {
-	url, dataDir, region string
-	json                 bool
-	timeout              time.Duration
+	url, dataDir, region, token string
+	json                        bool
+	timeout                     time.Duration
 }
+
+// tokenEnv is where an admin token comes from when --token is not given.
+const tokenEnv = "STRATA_ADMIN_TOKEN"
 
 func (f *adminFlags) register(cmd *cobra.Command) {
 	p := cmd.PersistentFlags()
@@ -34,27 +38,38 @@ func (f *adminFlags) register(cmd *cobra.Command) {
 	p.StringVar(&f.region, "region", "", "only this region (default: every region)")
 	p.BoolVar(&f.json, "json", false, "print the API's JSON unchanged")
 	p.DurationVar(&f.timeout, "timeout", 5*time.Second, "how long to wait for an answer")
+	p.StringVar(&f.token, "token", "", "admin token sent as 'Authorization: Bearer' when the mesh has auth on (default $"+tokenEnv+")")
+}
+
+// client is the admin API client the flags describe: --timeout per
+// request, --token (or $STRATA_ADMIN_TOKEN) as the bearer token.
+func (f *adminFlags) client() *admin.Client {
+	token := f.token
+	if token == "" {
+		token = os.Getenv(tokenEnv)
+	}
+	return &admin.Client{HTTP: &http.Client{Timeout: f.timeout}, Token: token}
 }
 
 // nodeTarget is the admin URL of node id of role (with --url, that URL):
 // for the commands addressed to one node.
-func (f *adminFlags) nodeTarget(role, id string) (adminclient.Target, error) {
+func (f *adminFlags) nodeTarget(role, id string) (admin.Target, error) {
 	if f.url != "" {
 		u := strings.TrimRight(f.url, "/")
 		if !strings.Contains(u, "://") {
 			u = "http://" + u
 		}
-		return adminclient.Target{Region: f.region, URL: u}, nil
+		return admin.Target{Region: f.region, URL: u}, nil
 	}
 	dir := dataDirOr(f.dataDir, nil)
 	mf, err := meshfile.Read(dir)
 	if err != nil {
-		return adminclient.Target{}, err
+		return admin.Target{}, err
 	}
 	if !supervisor.Running(dir) {
-		return adminclient.Target{}, fmt.Errorf("%s is stale: no strata up is running with data dir %s (give --url to ask a node directly)", meshfile.Path(dir), dir)
+		return admin.Target{}, fmt.Errorf("%s is stale: no strata up is running with data dir %s (give --url to ask a node directly)", meshfile.Path(dir), dir)
 	}
-	return adminclient.NodeTarget(mf, f.region, role, id)
+	return admin.NodeTarget(mf, f.region, role, id)
 }
 
 // targets lists, per region, the admin URLs to try.
@@ -80,7 +95,7 @@ func (f *adminFlags) roleTargets(role string) (map[string][]string, []string, er
 	if !supervisor.Running(dir) {
 		return nil, nil, fmt.Errorf("%s is stale: no strata up is running with data dir %s (give --url to ask a node directly)", meshfile.Path(dir), dir)
 	}
-	return adminclient.RoleTargets(mf, f.region, role)
+	return admin.RoleTargets(mf, f.region, role)
 }
 
 // commandGroup makes c a command that only groups subcommands: run bare
@@ -109,17 +124,17 @@ func newAdmin() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			client := &http.Client{Timeout: flags.timeout}
+			client := flags.client()
 			type answer struct {
-				Region  string              `json:"region"`
-				Bookies []region.BookieView `json:"bookies"`
+				Region  string             `json:"region"`
+				Bookies []admin.BookieView `json:"bookies"`
 			}
 			var all []answer
 			var failed []string
 			for _, r := range order {
 				ctx, cancel := context.WithTimeout(cmd.Context(), flags.timeout*time.Duration(max(1, len(urls[r]))))
 				var a answer
-				err := adminclient.GetFirst(ctx, client, urls[r], "/admin/v1/bookies", &a)
+				err := client.GetFirst(ctx, urls[r], "/admin/v1/bookies", &a)
 				cancel()
 				if err != nil { // report it, go on with the other regions
 					fmt.Fprintf(cmd.ErrOrStderr(), "strata: region %s: %v\n", r, err)
@@ -176,11 +191,11 @@ func perRegion[T any](cmd *cobra.Command, flags *adminFlags, role, path string, 
 	if err != nil {
 		return nil, 0, err
 	}
-	client := &http.Client{Timeout: flags.timeout}
+	client := flags.client()
 	for _, r := range order {
 		var a T
 		if err := getFirst(cmd.Context(), flags, client, urls[r], path, &a); err != nil {
-			var apiErr *adminclient.APIError
+			var apiErr *admin.APIError
 			if skip404 && errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
 				continue
 			}

@@ -4,17 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/stratamesh/strata/admin"
+
 	"github.com/stratamesh/strata/broker/bundle"
-	"github.com/stratamesh/strata/broker/jetstream"
-	"github.com/stratamesh/strata/internal/adminclient"
-	"github.com/stratamesh/strata/region"
 )
 
 // newAdminBundles is `strata admin bundles list [t[/ns]] | unload
@@ -32,8 +30,8 @@ func newAdminBundles(flags *adminFlags) *cobra.Command {
 				return err
 			}
 			type answer struct {
-				Region  string                 `json:"region"`
-				Bundles []jetstream.BundleInfo `json:"bundles"`
+				Region  string             `json:"region"`
+				Bundles []admin.BundleInfo `json:"bundles"`
 			}
 			all, failed, err := perRegion[answer](cmd, flags, "broker", path, false)
 			if err != nil {
@@ -89,22 +87,22 @@ func newAdminBundles(flags *adminFlags) *cobra.Command {
 			if len(order) != 1 {
 				return fmt.Errorf("the mesh has %d regions (%s): say which with --region", len(order), strings.Join(order, ", "))
 			}
-			client := &http.Client{Timeout: flags.timeout}
-			var body any
+			client := flags.client()
+			var body any // none: placement picks the broker
 			if to != "" {
-				body = map[string]string{"to": to}
+				body = admin.UnloadRequest{To: to}
 			}
 			type answer struct {
-				Region    string           `json:"region"`
-				Operation region.Operation `json:"operation"`
+				Region    string          `json:"region"`
+				Operation admin.Operation `json:"operation"`
 			}
 			var a answer
 			var base string
 			for _, u := range urls[order[0]] {
 				ctx, cancel := context.WithTimeout(cmd.Context(), flags.timeout)
-				err = adminclient.Post(ctx, client, u, "/admin/v1/bundles/"+id.String()+"/unload", body, &a)
+				err = client.Post(ctx, u, "/admin/v1/bundles/"+id.String()+"/unload", body, &a)
 				cancel()
-				var apiErr *adminclient.APIError
+				var apiErr *admin.APIError
 				if err == nil || errors.As(err, &apiErr) {
 					base = u
 					break
@@ -116,7 +114,7 @@ func newAdminBundles(flags *adminFlags) *cobra.Command {
 			for !noWait && a.Operation.State == "running" {
 				time.Sleep(200 * time.Millisecond)
 				ctx, cancel := context.WithTimeout(cmd.Context(), flags.timeout)
-				err := adminclient.Get(ctx, client, base, "/admin/v1/operations/"+a.Operation.ID, &a)
+				err := client.Get(ctx, base, "/admin/v1/operations/"+a.Operation.ID, &a)
 				cancel()
 				if err != nil {
 					return err

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stratamesh/strata/internal/adminhttp"
+	"github.com/stratamesh/strata/admin"
 )
 
 // TestAdminGroupsRefuseUnknownSubcommands: a typo under `admin` or one of
@@ -49,7 +49,7 @@ func TestReadOnlyNamesTheBookie(t *testing.T) {
 			return
 		}
 		json.NewDecoder(r.Body).Decode(&got)
-		adminhttp.WriteError(w, http.StatusConflict, "wrong_bookie", "this is bookie r1/k1, not k2: nothing changed (check the URL)", "bookie")
+		admin.WriteError(w, admin.Errorf(admin.CodeWrongBookie, "bookie", "this is bookie r1/k1, not k2: nothing changed (check the URL)"))
 	}))
 	defer srv.Close()
 	root := newRoot()

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/http"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -14,9 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stratamesh/strata/bookie/ledger/core"
-	"github.com/stratamesh/strata/internal/adminclient"
-	"github.com/stratamesh/strata/region"
+	"github.com/stratamesh/strata/admin"
 )
 
 // newAdminLedgers is `strata admin ledgers list|show ID|read ID`.
@@ -28,8 +25,8 @@ func newAdminLedgers(flags *adminFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			type answer struct {
-				Region  string              `json:"region"`
-				Ledgers []region.LedgerView `json:"ledgers"`
+				Region  string             `json:"region"`
+				Ledgers []admin.LedgerView `json:"ledgers"`
 			}
 			all, failed, err := perRegion[answer](cmd, flags, "", "/admin/v1/ledgers", false)
 			if err != nil {
@@ -67,8 +64,8 @@ func newAdminLedgers(flags *adminFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var l region.LedgerView
-			if err := getFirst(cmd.Context(), flags, &http.Client{Timeout: flags.timeout}, urls, "/admin/v1/ledgers/"+strconv.FormatInt(id, 10), &l); err != nil {
+			var l admin.LedgerView
+			if err := getFirst(cmd.Context(), flags, flags.client(), urls, "/admin/v1/ledgers/"+strconv.FormatInt(id, 10), &l); err != nil {
 				return err
 			}
 			if err := sameRegion(flags, l.Region); err != nil {
@@ -118,8 +115,8 @@ func newAdminLedgers(flags *adminFlags) *cobra.Command {
 			if cmd.Flags().Changed("to") {
 				path += fmt.Sprintf("&to=%d", to)
 			}
-			var v region.EntriesView
-			if err := getFirst(cmd.Context(), flags, &http.Client{Timeout: flags.timeout}, urls, path, &v); err != nil {
+			var v admin.EntriesView
+			if err := getFirst(cmd.Context(), flags, flags.client(), urls, path, &v); err != nil {
 				return err
 			}
 			if err := sameRegion(flags, v.Region); err != nil {
@@ -150,10 +147,10 @@ func newAdminLedgers(flags *adminFlags) *cobra.Command {
 	return cmd
 }
 
-func getFirst(ctx context.Context, flags *adminFlags, client *http.Client, urls []string, path string, v any) error {
+func getFirst(ctx context.Context, flags *adminFlags, client *admin.Client, urls []string, path string, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, flags.timeout*time.Duration(max(1, len(urls))))
 	defer cancel()
-	return adminclient.GetFirst(ctx, client, urls, path, v)
+	return client.GetFirst(ctx, urls, path, v)
 }
 
 // sameRegion refuses an answer from another region than --region asked
@@ -186,8 +183,8 @@ func parseLedgerID(s string) (int64, error) {
 	return id, nil
 }
 
-func lastEntryText(l region.LedgerView) string {
-	if l.State != core.StateClosed && l.LastEntryID < 0 {
+func lastEntryText(l admin.LedgerView) string {
+	if l.State != admin.LedgerClosed && l.LastEntryID < 0 {
 		return "-"
 	}
 	return strconv.FormatInt(l.LastEntryID, 10)
@@ -196,14 +193,14 @@ func lastEntryText(l region.LedgerView) string {
 // lengthText is a ledger's length in bytes, "-" while it is open: the
 // metadata records it when the ledger is closed (BookKeeper's ledger
 // metadata likewise); `ledgers show` gives an open ledger's LAC.
-func lengthText(l region.LedgerView) string {
-	if l.State != core.StateClosed {
+func lengthText(l admin.LedgerView) string {
+	if l.State != admin.LedgerClosed {
 		return "-"
 	}
 	return strconv.FormatInt(l.Length, 10)
 }
 
-func segmentsText(l region.LedgerView) string {
+func segmentsText(l admin.LedgerView) string {
 	var parts []string
 	for _, s := range l.Segments {
 		parts = append(parts, fmt.Sprintf("%d:[%s]", s.FirstEntry, joinIDs(s.Ensemble)))

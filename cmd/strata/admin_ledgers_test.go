@@ -3,8 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/stratamesh/strata/bookie/ledger/core"
-	"github.com/stratamesh/strata/region"
+	"github.com/stratamesh/strata/admin"
 )
 
 // TestLedgerRowText: an open ledger has no last entry or length in its
@@ -13,19 +12,18 @@ import (
 func TestLedgerRowText(t *testing.T) {
 	for _, tc := range []struct {
 		name             string
-		md               core.Metadata
+		l                admin.LedgerView
 		lastEntry, bytes string
 	}{
-		{"open", core.Metadata{State: core.StateOpen, LastEntryID: core.NoEntry}, "-", "-"},
-		{"in recovery", core.Metadata{State: core.StateInRecovery, LastEntryID: core.NoEntry}, "-", "-"},
-		{"closed", core.Metadata{State: core.StateClosed, LastEntryID: 41, Length: 43008}, "41", "43008"},
-		{"closed empty", core.Metadata{State: core.StateClosed, LastEntryID: core.NoEntry}, "-1", "0"},
+		{"open", admin.LedgerView{State: admin.LedgerOpen, LastEntryID: -1}, "-", "-"},
+		{"in recovery", admin.LedgerView{State: admin.LedgerInRecovery, LastEntryID: -1}, "-", "-"},
+		{"closed", admin.LedgerView{State: admin.LedgerClosed, LastEntryID: 41, Length: 43008}, "41", "43008"},
+		{"closed empty", admin.LedgerView{State: admin.LedgerClosed, LastEntryID: -1}, "-1", "0"},
 	} {
-		l := region.LedgerView{Metadata: tc.md}
-		if got := lastEntryText(l); got != tc.lastEntry {
+		if got := lastEntryText(tc.l); got != tc.lastEntry {
 			t.Errorf("%s: last entry %q, want %q", tc.name, got, tc.lastEntry)
 		}
-		if got := lengthText(l); got != tc.bytes {
+		if got := lengthText(tc.l); got != tc.bytes {
 			t.Errorf("%s: length %q, want %q", tc.name, got, tc.bytes)
 		}
 	}

@@ -11,20 +11,18 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stratamesh/strata/broker/mledger"
-	"github.com/stratamesh/strata/internal/adminclient"
+	"github.com/stratamesh/strata/admin"
+
 	"github.com/stratamesh/strata/internal/status"
-	"github.com/stratamesh/strata/region"
-	"github.com/stratamesh/strata/tenancy"
 	"github.com/stratamesh/strata/topology"
 )
 
 // offloadAnswer is a broker's answer on /admin/v1/topics/…/offload.
 type offloadAnswer struct {
-	Region  string                 `json:"region"`
-	Topic   string                 `json:"topic"`
-	Tier    region.TierInfo        `json:"tier"`
-	Offload *mledger.OffloadStatus `json:"offload"`
+	Region  string               `json:"region"`
+	Topic   string               `json:"topic"`
+	Tier    admin.TierInfo       `json:"tier"`
+	Offload *admin.OffloadStatus `json:"offload"`
 }
 
 // addOffloadCommands adds `offload` and `offload-status` to `strata admin
@@ -60,9 +58,10 @@ func addOffloadCommands(cmd *cobra.Command, flags *adminFlags) {
 				return fmt.Errorf("the mesh has %d regions (%s): say which with --region", len(order), strings.Join(order, ", "))
 			}
 			path := "/admin/v1/topics/" + args[0] + "/offload"
-			client := &http.Client{Timeout: flags.timeout}
+			keepBytes := int64(size)
+			client := flags.client()
 			var a offloadAnswer
-			if err := sendFirst(cmd.Context(), flags, client, http.MethodPost, urls[order[0]], path, map[string]int64{"keep_bytes": int64(size)}, &a); err != nil {
+			if err := sendFirst(cmd.Context(), flags, client, http.MethodPost, urls[order[0]], path, admin.OffloadRequest{KeepBytes: &keepBytes}, &a); err != nil {
 				return err
 			}
 			last := ""
@@ -138,7 +137,8 @@ func addOffloadCommands(cmd *cobra.Command, flags *adminFlags) {
 
 // checkTopicArg checks a TENANT/NAMESPACE/TOPIC argument.
 func checkTopicArg(arg string) error {
-	if _, err := tenancy.ParseName(arg); err != nil {
+	p := strings.Split(arg, "/")
+	if len(p) != 3 || !validName(p[0]) || !validName(p[1]) || !validName(p[2]) {
 		return fmt.Errorf("%q is not TENANT/NAMESPACE/TOPIC (letters, digits, '-' and '_')", arg)
 	}
 	return nil
@@ -146,13 +146,13 @@ func checkTopicArg(arg string) error {
 
 // sendFirst sends a request to the first of a region's brokers that
 // answers (an API error is an answer).
-func sendFirst(ctx context.Context, flags *adminFlags, client *http.Client, method string, urls []string, path string, body, v any) error {
+func sendFirst(ctx context.Context, flags *adminFlags, client *admin.Client, method string, urls []string, path string, body, v any) error {
 	var err error
 	for _, u := range urls {
 		c, cancel := context.WithTimeout(ctx, flags.timeout)
-		err = adminclient.Send(c, client, method, u, path, body, v)
+		err = client.Send(c, method, u, path, body, v)
 		cancel()
-		var apiErr *adminclient.APIError
+		var apiErr *admin.APIError
 		if err == nil || errors.As(err, &apiErr) {
 			return err
 		}
@@ -161,7 +161,7 @@ func sendFirst(ctx context.Context, flags *adminFlags, client *http.Client, meth
 }
 
 // onBookiesOnly counts the closed ledgers without a tier copy.
-func onBookiesOnly(st *mledger.OffloadStatus) int {
+func onBookiesOnly(st *admin.OffloadStatus) int {
 	n := 0
 	for _, l := range st.Ledgers {
 		if l.Where == "bookies" {
@@ -171,7 +171,7 @@ func onBookiesOnly(st *mledger.OffloadStatus) int {
 	return n
 }
 
-func offloadProgress(st *mledger.OffloadStatus) string {
+func offloadProgress(st *admin.OffloadStatus) string {
 	if r := st.Running; r != nil {
 		pct := 0.0
 		if r.Total > 0 {

@@ -9,8 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stratamesh/strata/internal/adminclient"
-	"github.com/stratamesh/strata/region"
+	"github.com/stratamesh/strata/admin"
 )
 
 // newAdminBookieReadOnly is `strata admin bookies read-only ID on|off`
@@ -37,15 +36,12 @@ func newAdminBookieReadOnly(flags *adminFlags) *cobra.Command {
 			r, url := tg.Region, tg.URL
 			ctx, cancel := context.WithTimeout(cmd.Context(), flags.timeout)
 			defer cancel()
-			var view region.BookieView
+			var view admin.BookieView
 			// The bookie meant (and its region, when known) go along: a
 			// bookie other than that one refuses (409).
-			body := map[string]any{"read_only": ro, "bookie": id}
-			if r != "" {
-				body["region"] = r
-			}
-			err = adminclient.Send(ctx, &http.Client{Timeout: flags.timeout}, http.MethodPut, url, "/admin/v1/bookie/read-only", body, &view)
-			var apiErr *adminclient.APIError
+			body := admin.ReadOnlyRequest{ReadOnly: &ro, Bookie: id, Region: r}
+			err = flags.client().Send(ctx, http.MethodPut, url, "/admin/v1/bookie/read-only", body, &view)
+			var apiErr *admin.APIError
 			if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
 				return fmt.Errorf("bookie %s: the node at %s is not a bookie (it has no /admin/v1/bookie/read-only)", id, url)
 			}

@@ -10,12 +10,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/stratamesh/strata/internal/adminclient"
-	"github.com/stratamesh/strata/tenancy"
-
 	"github.com/spf13/cobra"
 
-	"github.com/stratamesh/strata/broker/jetstream"
+	"github.com/stratamesh/strata/admin"
 )
 
 // newAdminTopics is `strata admin topics list [t[/ns]] | stats t/ns/topic |
@@ -33,8 +30,8 @@ func newAdminTopics(flags *adminFlags) *cobra.Command {
 				return err
 			}
 			type answer struct {
-				Region string                   `json:"region"`
-				Topics []jetstream.TopicSummary `json:"topics"`
+				Region string               `json:"region"`
+				Topics []admin.TopicSummary `json:"topics"`
 			}
 			all, failed, err := perRegion[answer](cmd, flags, "broker", path, false)
 			if err != nil {
@@ -67,7 +64,7 @@ func newAdminTopics(flags *adminFlags) *cobra.Command {
 		Short: "A topic's live state from its owner: messages, sequences, ledgers, subscriptions",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return topicCommand(cmd, flags, args[0], "/stats", func(tw *tabwriter.Writer, region string, st *jetstream.TopicStats) {
+			return topicCommand(cmd, flags, args[0], "/stats", func(tw *tabwriter.Writer, region string, st *admin.TopicStats) {
 				fmt.Fprintf(tw, "region\t%s\ntopic\t%s/%s/%s\nstream\t%s\nsubjects\t%s\nowner\t%s\nretention\t%s\n",
 					region, st.Tenant, st.Namespace, st.Topic, st.Stream, strings.Join(st.Subjects, ","), st.Owner, st.Retention)
 				fmt.Fprintf(tw, "messages\t%d\nbytes\t%d\nfirst seq\t%d\nlast seq\t%d\nsubjects seen\t%d\n", st.Messages, st.Bytes, st.FirstSeq, st.LastSeq, st.NumSubjects)
@@ -98,7 +95,7 @@ func newAdminTopics(flags *adminFlags) *cobra.Command {
 		Short: "A topic's durable subscriptions (cursors): ack floor, delivered, unacked, backlog",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return topicCommand(cmd, flags, args[0], "/stats", func(tw *tabwriter.Writer, region string, st *jetstream.TopicStats) {
+			return topicCommand(cmd, flags, args[0], "/stats", func(tw *tabwriter.Writer, region string, st *admin.TopicStats) {
 				printSubscriptions(tw, region, st.Subscriptions)
 			})
 		},
@@ -116,7 +113,7 @@ func newAdminTopics(flags *adminFlags) *cobra.Command {
 			"has several regions.",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return subscriptionWrite(cmd, flags, http.MethodPut, args[0], args[1], jetstream.SubscriptionRequest{Replicated: replicated, FilterSubject: filter})
+			return subscriptionWrite(cmd, flags, http.MethodPut, args[0], args[1], admin.SubscriptionRequest{Replicated: replicated, FilterSubject: filter})
 		},
 	}
 	create.Flags().BoolVar(&replicated, "replicated", false, "replicate the subscription's acknowledgements to the other regions")
@@ -137,10 +134,11 @@ func newAdminTopics(flags *adminFlags) *cobra.Command {
 // subscriptionWrite sends a subscription PUT or DELETE to a broker of the
 // one region (--region) and prints the topic's subscriptions there.
 func subscriptionWrite(cmd *cobra.Command, flags *adminFlags, method, topic, sub string, body any) error {
-	if _, err := tenancy.ParseName(topic); err != nil {
+	p := strings.Split(topic, "/")
+	if len(p) != 3 || !validName(p[0]) || !validName(p[1]) || !validName(p[2]) {
 		return fmt.Errorf("%q is not TENANT/NAMESPACE/TOPIC (letters, digits, '-' and '_')", topic)
 	}
-	if !tenancy.ValidToken(sub) {
+	if !validName(sub) {
 		return fmt.Errorf("subscription name %q: use letters, digits, '-' and '_'", sub)
 	}
 	urls, order, err := flags.roleTargets("broker")
@@ -150,17 +148,17 @@ func subscriptionWrite(cmd *cobra.Command, flags *adminFlags, method, topic, sub
 	if len(order) != 1 {
 		return fmt.Errorf("the mesh has %d regions (%s): say which with --region", len(order), strings.Join(order, ", "))
 	}
-	client := &http.Client{Timeout: flags.timeout}
+	client := flags.client()
 	var a struct {
-		Region        string                        `json:"region"`
-		Subscriptions []jetstream.SubscriptionStats `json:"subscriptions"`
+		Region        string                    `json:"region"`
+		Subscriptions []admin.SubscriptionStats `json:"subscriptions"`
 	}
 	path := "/admin/v1/topics/" + topic + "/subscriptions/" + sub
 	for _, u := range urls[order[0]] {
 		ctx, cancel := context.WithTimeout(cmd.Context(), flags.timeout)
-		err = adminclient.Send(ctx, client, method, u, path, body, &a)
+		err = client.Send(ctx, method, u, path, body, &a)
 		cancel()
-		var apiErr *adminclient.APIError
+		var apiErr *admin.APIError
 		if err == nil || errors.As(err, &apiErr) {
 			break
 		}
@@ -177,7 +175,7 @@ func subscriptionWrite(cmd *cobra.Command, flags *adminFlags, method, topic, sub
 }
 
 // printSubscriptions prints a region's subscriptions of a topic.
-func printSubscriptions(tw *tabwriter.Writer, region string, subs []jetstream.SubscriptionStats) {
+func printSubscriptions(tw *tabwriter.Writer, region string, subs []admin.SubscriptionStats) {
 	fmt.Fprintln(tw, "REGION\tSUBSCRIPTION\tREPLICATED\tACK POLICY\tACK FLOOR\tDELIVERED\tUNACKED\tREDELIVERED\tBACKLOG")
 	for _, s := range subs {
 		fmt.Fprintf(tw, "%s\t%s\t%t\t%s\t%d\t%d\t%d\t%d\t%s\n", region, s.Name, s.Replicated, s.AckPolicy, s.AckFloor, s.Delivered, s.NumAckPending, s.NumRedelivered, strconv.FormatUint(s.Backlog, 10))
@@ -186,13 +184,14 @@ func printSubscriptions(tw *tabwriter.Writer, region string, subs []jetstream.Su
 
 // topicCommand fetches one topic's stats from each region that has it and
 // prints them with show (or as JSON).
-func topicCommand(cmd *cobra.Command, flags *adminFlags, arg, suffix string, show func(*tabwriter.Writer, string, *jetstream.TopicStats)) (err error) {
-	if _, err := tenancy.ParseName(arg); err != nil {
+func topicCommand(cmd *cobra.Command, flags *adminFlags, arg, suffix string, show func(*tabwriter.Writer, string, *admin.TopicStats)) (err error) {
+	p := strings.Split(arg, "/")
+	if len(p) != 3 || !validName(p[0]) || !validName(p[1]) || !validName(p[2]) {
 		return fmt.Errorf("%q is not TENANT/NAMESPACE/TOPIC (letters, digits, '-' and '_')", arg)
 	}
 	type answer struct {
-		Region string                `json:"region"`
-		Topic  *jetstream.TopicStats `json:"topic"`
+		Region string            `json:"region"`
+		Topic  *admin.TopicStats `json:"topic"`
 	}
 	// A 404 means the topic lives in other regions.
 	all, failed, err := perRegion[answer](cmd, flags, "broker", "/admin/v1/topics/"+arg+suffix, true)
@@ -232,7 +231,7 @@ func scopedPath(base string, args []string) (string, error) {
 		return base, nil
 	}
 	t, ns, hasNS := strings.Cut(args[0], "/")
-	if !tenancy.ValidToken(t) || (hasNS && !tenancy.ValidToken(ns)) {
+	if !validName(t) || (hasNS && !validName(ns)) {
 		return "", fmt.Errorf("%q is not tenant or tenant/namespace", args[0])
 	}
 	if ns != "" {
@@ -241,9 +240,22 @@ func scopedPath(base string, args []string) (string, error) {
 	return base + "/" + t, nil
 }
 
+// validName is Strata's name token: [A-Za-z0-9_-]+.
+func validName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // printReplication prints a topic's replicator cursors (lag towards each
 // remote region) and the origin streams replicated into it.
-func printReplication(tw *tabwriter.Writer, r *jetstream.TopicReplication) {
+func printReplication(tw *tabwriter.Writer, r *admin.TopicReplication) {
 	if r == nil {
 		return
 	}

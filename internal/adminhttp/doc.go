@@ -1,10 +1,13 @@
-// Package adminhttp is a node's admin HTTP server: /healthz (the process is
-// up), /readyz (every registered readiness check passes), /metrics (from
-// telemetry), and the /admin/v1 routes other packages mount.
+// Package adminhttp is a node's admin HTTP server: the listener, the mux
+// on which region mounts the admin package's routes (admin.Mount), the
+// readiness checks /readyz runs (Ready, the routes' admin.Health), and
+// the answer to a request no route takes (404 not_found, or 405
+// method_not_allowed with Allow, in admin's error shape).
 //
-// It owns: the listener (port 0 resolved to the real port), routing, the
-// JSON error shape of docs/admin-api.md, and graceful shutdown.
-// It must not: contain the logic behind the routes it serves.
+// It owns: the listener (port 0 resolved to the real port), routing and
+// graceful shutdown.
+// It must not: define routes, their types or error codes (package admin
+// does), or contain the logic behind them.
 //
 // Concurrency: Handle and AddReadyCheck may be called before Start only;
 // Close is idempotent and waits for in-flight requests up to its context.

@@ -2,7 +2,6 @@ package adminhttp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/stratamesh/strata/admin"
 )
 
 // ReadyCheck reports why the node is not ready, or nil when it is.
@@ -32,17 +33,14 @@ type Server struct {
 	closeErr  error
 }
 
-// New returns a server with /healthz and /readyz; mount /metrics and the
-// admin routes with Handle.
+// New returns a server with no routes: mount them with Handle (region
+// mounts admin.Routes, /healthz and /readyz among them, with the server
+// as their admin.Health).
 func New(logger *slog.Logger) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{mux: http.NewServeMux(), checks: map[string]ReadyCheck{}, logger: logger}
-	s.Handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	}))
-	s.Handle("GET /readyz", http.HandlerFunc(s.ready))
 	// Unknown paths get the admin API's JSON error shape (not listed in
 	// Routes: it is the fallback, not a route).
 	s.mux.Handle("/", http.HandlerFunc(s.fallback))
@@ -64,12 +62,11 @@ func (s *Server) fallback(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(allow) == 0 {
-		WriteError(w, http.StatusNotFound, "not_found", "no such path: "+r.URL.Path, "")
+		admin.WriteError(w, admin.Errorf(admin.CodeNotFound, "", "no such path: %s", r.URL.Path))
 		return
 	}
 	w.Header().Set("Allow", strings.Join(allow, ", "))
-	WriteError(w, http.StatusMethodNotAllowed, "method_not_allowed",
-		fmt.Sprintf("%s %s: this path takes %s", r.Method, r.URL.Path, strings.Join(allow, ", ")), "")
+	admin.WriteError(w, admin.Errorf(admin.CodeMethodNotAllowed, "", "%s %s: this path takes %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
 }
 
 // Handle mounts h on pattern (net/http's "METHOD /path" form). It panics
@@ -97,20 +94,16 @@ func (s *Server) AddReadyCheck(name string, c ReadyCheck) {
 	s.checks[name] = c
 }
 
-func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
+// Ready runs the readiness checks and returns the failing ones with
+// their errors (empty: ready). It is the admin.Health of /readyz.
+func (s *Server) Ready(ctx context.Context) map[string]string {
 	failing := map[string]string{}
 	for name, c := range s.checks {
 		if err := c(ctx); err != nil {
 			failing[name] = err.Error()
 		}
 	}
-	if len(failing) > 0 {
-		WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "failing": failing})
-		return
-	}
-	WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return failing
 }
 
 // Start listens on addr (host:port; port 0 picks a free one) and serves in
@@ -152,31 +145,4 @@ func (s *Server) Close(ctx context.Context) error {
 		<-s.served
 	})
 	return s.closeErr
-}
-
-// ErrorBody is the error shape of the admin API: {"error": {...}}.
-type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
-}
-
-// ErrorDetail carries a stable snake_case code, a message and optionally
-// the request field at fault.
-type ErrorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
-}
-
-// WriteJSON writes v as JSON with the given status.
-func WriteJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
-
-// WriteError writes the admin API's error shape.
-func WriteError(w http.ResponseWriter, status int, code, message, field string) {
-	WriteJSON(w, status, ErrorBody{Error: ErrorDetail{Code: code, Message: message, Field: field}})
 }

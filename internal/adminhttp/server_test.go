@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/stratamesh/strata/admin"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -31,6 +33,7 @@ func get(t *testing.T, url string) (int, map[string]any) {
 func TestHealthAndReadiness(t *testing.T) {
 	var ready atomic.Bool
 	s := New(nil)
+	admin.Mount(s, admin.Routes(admin.Backends{Health: s}), nil)
 	s.AddReadyCheck("etcd", func(context.Context) error {
 		if !ready.Load() {
 			return errors.New("etcd not reachable")
@@ -66,8 +69,9 @@ func TestHealthAndReadiness(t *testing.T) {
 
 func TestRoutesAndErrors(t *testing.T) {
 	s := New(nil)
+	admin.Mount(s, admin.Routes(admin.Backends{Health: s}), nil)
 	s.Handle("GET /admin/v1/thing", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		WriteError(w, http.StatusNotFound, "not_found", "no thing", "name")
+		admin.WriteError(w, admin.Errorf(admin.CodeNotFound, "name", "no thing"))
 	}))
 	s.Handle("PUT /admin/v1/thing/setting", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	want := []string{"GET /admin/v1/thing", "GET /healthz", "GET /readyz", "PUT /admin/v1/thing/setting"}

@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"encoding/json"
+	"github.com/stratamesh/strata/admin"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/stratamesh/strata/internal/gossip"
 	"github.com/stratamesh/strata/internal/meshfile"
-	"github.com/stratamesh/strata/region"
 )
 
 // TestCollectSurvivesHungNode: a node that never answers (SIGSTOPped)
@@ -25,7 +25,7 @@ func TestCollectSurvivesHungNode(t *testing.T) {
 	}))
 	defer hung.Close()
 	defer close(release)
-	serve := func(v region.MembersView) *httptest.Server {
+	serve := func(v admin.MembersView) *httptest.Server {
 		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/readyz" {
 				w.WriteHeader(http.StatusServiceUnavailable)
@@ -34,10 +34,10 @@ func TestCollectSurvivesHungNode(t *testing.T) {
 			json.NewEncoder(w).Encode(v)
 		}))
 	}
-	east := serve(region.MembersView{Node: "east.b1", LAN: []gossip.Member{{Name: "east.b1", State: "alive"}, {Name: "east.k1", State: "failed"}},
-		WAN: []gossip.Member{{Name: "east.b1", State: "alive"}, {Name: "west.b1", State: "alive"}}})
+	east := serve(admin.MembersView{Node: "east.b1", LAN: []admin.Member{{Name: "east.b1", State: "alive"}, {Name: "east.k1", State: "failed"}},
+		WAN: []admin.Member{{Name: "east.b1", State: "alive"}, {Name: "west.b1", State: "alive"}}})
 	defer east.Close()
-	west := serve(region.MembersView{Node: "west.b1", LAN: []gossip.Member{{Name: "west.b1", State: "alive"}}})
+	west := serve(admin.MembersView{Node: "west.b1", LAN: []admin.Member{{Name: "west.b1", State: "alive"}}})
 	defer west.Close()
 
 	f := &meshfile.File{Mesh: "m", Regions: []meshfile.Region{
@@ -69,16 +69,16 @@ func TestCollectSurvivesHungNode(t *testing.T) {
 // process's pid and no exit; an answer from another node at that address
 // (a port taken over) changes nothing.
 func TestCollectShowsAHandRestartedNode(t *testing.T) {
-	serve := func(v region.MembersView) *httptest.Server {
+	serve := func(v admin.MembersView) *httptest.Server {
 		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			json.NewEncoder(w).Encode(v)
 		}))
 		t.Cleanup(s.Close)
 		return s
 	}
-	lan := []gossip.Member{{Name: "east.k1", State: "alive"}, {Name: "east.k2", State: "alive"}}
-	k1 := serve(region.MembersView{Node: "east.k1", LAN: lan, PID: 4242})
-	other := serve(region.MembersView{Node: "east.k9", LAN: lan, PID: 777})
+	lan := []admin.Member{{Name: "east.k1", State: "alive"}, {Name: "east.k2", State: "alive"}}
+	k1 := serve(admin.MembersView{Node: "east.k1", LAN: lan, PID: 4242})
+	other := serve(admin.MembersView{Node: "east.k9", LAN: lan, PID: 777})
 	f := &meshfile.File{Mesh: "m", Regions: []meshfile.Region{{Name: "east", Nodes: []meshfile.Node{
 		{ID: "k1", Role: "meta", Admin: k1.URL, PID: 100, Exited: "signal: killed"},
 		{ID: "k2", Role: "meta", Admin: other.URL, PID: 101, Exited: "signal: killed"},

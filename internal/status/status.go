@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/stratamesh/strata/admin"
 	"io"
 	"net/http"
 	"sort"
@@ -27,7 +28,7 @@ func Collect(ctx context.Context, f *meshfile.File, client *http.Client) (*meshf
 		client = http.DefaultClient
 	}
 	type probe struct {
-		view   *region.MembersView
+		view   *admin.MembersView
 		ready  *bool
 		bookie *meshfile.BookieState
 		broker *meshfile.BrokerState
@@ -43,7 +44,7 @@ func Collect(ctx context.Context, f *meshfile.File, client *http.Client) (*meshf
 			wg.Add(2)
 			go func() {
 				defer wg.Done()
-				probes[i][j].view = fetchJSON[region.MembersView](ctx, client, n.Admin+"/admin/v1/members")
+				probes[i][j].view = fetchJSON[admin.MembersView](ctx, client, n.Admin+"/admin/v1/members")
 				if n.Role == "bookie" {
 					probes[i][j].bookie = fetchJSON[meshfile.BookieState](ctx, client, n.Admin+"/admin/v1/bookie")
 				}
@@ -62,7 +63,7 @@ func Collect(ctx context.Context, f *meshfile.File, client *http.Client) (*meshf
 	out.Regions = make([]meshfile.Region, len(f.Regions))
 	answered := 0
 	for i, reg := range f.Regions {
-		var views []region.MembersView
+		var views []admin.MembersView
 		for _, p := range probes[i] {
 			if p.view != nil {
 				views = append(views, *p.view)
@@ -156,7 +157,7 @@ var severity = map[string]int{gossip.StateAlive: 1, gossip.StateSuspect: 2, goss
 // alive). A node that no other member knows is "suspect" (not yet joined or
 // unknown), unless it is the only view there is, then its own report
 // counts. A node nobody reports at all is "failed".
-func MergeState(name string, views []region.MembersView) string {
+func MergeState(name string, views []admin.MembersView) string {
 	best, self := "", ""
 	for _, v := range views {
 		for _, m := range v.LAN {
@@ -185,7 +186,7 @@ func MergeState(name string, views []region.MembersView) string {
 }
 
 // wanView is the WAN pool as the first answering broker sees it.
-func wanView(views []region.MembersView) []meshfile.Member {
+func wanView(views []admin.MembersView) []meshfile.Member {
 	for _, v := range views {
 		if len(v.WAN) == 0 {
 			continue

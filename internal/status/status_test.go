@@ -1,34 +1,33 @@
 package status
 
 import (
+	"github.com/stratamesh/strata/admin"
 	"testing"
 
-	"github.com/stratamesh/strata/internal/gossip"
 	"github.com/stratamesh/strata/internal/meshfile"
-	"github.com/stratamesh/strata/region"
 )
 
-func view(node string, lan ...gossip.Member) region.MembersView {
-	return region.MembersView{Node: node, LAN: lan}
+func view(node string, lan ...admin.Member) admin.MembersView {
+	return admin.MembersView{Node: node, LAN: lan}
 }
 
-func m(name, state string) gossip.Member { return gossip.Member{Name: name, State: state} }
+func m(name, state string) admin.Member { return admin.Member{Name: name, State: state} }
 
 func TestMergeState(t *testing.T) {
 	a, b, c := "r.a", "r.b", "r.c"
 	cases := []struct {
 		name  string
 		node  string
-		views []region.MembersView
+		views []admin.MembersView
 		want  string
 	}{
-		{"all agree alive", b, []region.MembersView{view(a, m(a, "alive"), m(b, "alive")), view(b, m(a, "alive"), m(b, "alive"))}, "alive"},
-		{"one detector says failed", c, []region.MembersView{view(a, m(c, "failed")), view(b, m(c, "alive"))}, "failed"},
-		{"self-report ignored when others know", c, []region.MembersView{view(a, m(c, "suspect")), view(c, m(c, "alive"))}, "suspect"},
-		{"only self knows itself", c, []region.MembersView{view(a, m(a, "alive")), view(c, m(c, "alive"))}, "suspect"},
-		{"single node region", a, []region.MembersView{view(a, m(a, "alive"))}, "alive"},
-		{"nobody reports it", c, []region.MembersView{view(a, m(a, "alive"))}, "failed"},
-		{"left beats alive", b, []region.MembersView{view(a, m(b, "left")), view(c, m(b, "alive"))}, "left"},
+		{"all agree alive", b, []admin.MembersView{view(a, m(a, "alive"), m(b, "alive")), view(b, m(a, "alive"), m(b, "alive"))}, "alive"},
+		{"one detector says failed", c, []admin.MembersView{view(a, m(c, "failed")), view(b, m(c, "alive"))}, "failed"},
+		{"self-report ignored when others know", c, []admin.MembersView{view(a, m(c, "suspect")), view(c, m(c, "alive"))}, "suspect"},
+		{"only self knows itself", c, []admin.MembersView{view(a, m(a, "alive")), view(c, m(c, "alive"))}, "suspect"},
+		{"single node region", a, []admin.MembersView{view(a, m(a, "alive"))}, "alive"},
+		{"nobody reports it", c, []admin.MembersView{view(a, m(a, "alive"))}, "failed"},
+		{"left beats alive", b, []admin.MembersView{view(a, m(b, "left")), view(c, m(b, "alive"))}, "left"},
 	}
 	for _, tc := range cases {
 		if got := MergeState(tc.node, tc.views); got != tc.want {

@@ -1,4 +1,4 @@
-package adminclient
+package admin
 
 import (
 	"context"
@@ -9,31 +9,40 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stratamesh/strata/internal/adminhttp"
 	"github.com/stratamesh/strata/internal/meshfile"
 )
 
 func TestGetFirstFallsBackAndDecodesErrors(t *testing.T) {
 	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/admin/v1/nope" {
-			adminhttp.WriteError(w, http.StatusNotFound, "not_found", "no such thing", "")
+			WriteError(w, Errorf(CodeNotFound, "", "no such thing"))
 			return
 		}
-		adminhttp.WriteJSON(w, http.StatusOK, map[string]int{"n": 7})
+		if r.Header.Get("Authorization") != "Bearer s3cret" {
+			http.Error(w, "no token", http.StatusUnauthorized) // not the error shape
+			return
+		}
+		WriteJSON(w, http.StatusOK, map[string]int{"n": 7})
 	}))
 	defer ok.Close()
 	dead := "http://127.0.0.1:1"
 
 	var v struct{ N int }
-	if err := GetFirst(context.Background(), nil, []string{dead, ok.URL}, "/admin/v1/x", &v); err != nil || v.N != 7 {
+	c := &Client{Token: "s3cret"}
+	if err := c.GetFirst(context.Background(), []string{dead, ok.URL}, "/admin/v1/x", &v); err != nil || v.N != 7 {
 		t.Fatalf("GetFirst = %v, %+v; want the answer of the live node", err, v)
 	}
-	err := GetFirst(context.Background(), nil, []string{ok.URL}, "/admin/v1/nope", &v)
+	err := c.GetFirst(context.Background(), []string{ok.URL}, "/admin/v1/nope", &v)
 	var api *APIError
-	if !errors.As(err, &api) || api.Status != 404 || api.Code != "not_found" {
+	if !errors.As(err, &api) || api.Status != 404 || api.Code != CodeNotFound {
 		t.Fatalf("GetFirst of a missing path = %v, want an APIError not_found", err)
 	}
-	if err := GetFirst(context.Background(), nil, []string{dead}, "/x", &v); err == nil {
+	// An error answer not in the error shape: its status and text.
+	err = (&Client{}).Get(context.Background(), ok.URL, "/admin/v1/x", &v)
+	if !errors.As(err, &api) || api.Status != 401 || api.Code != "" || api.Message != "no token" {
+		t.Fatalf("a plain-text 401 = %v, want an APIError with its status and text", err)
+	}
+	if err := c.GetFirst(context.Background(), []string{dead}, "/x", &v); err == nil {
 		t.Fatal("GetFirst with no live node succeeded")
 	}
 }

@@ -1,0 +1,143 @@
+package admin
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/stratamesh/strata/broker/bundle"
+	"github.com/stratamesh/strata/tenancy"
+)
+
+// fake implements every backend with canned answers, and records what
+// the handlers passed it.
+type fake struct {
+	mu    sync.Mutex
+	calls []string
+	// lastTenant is the tenant the last Topics call was narrowed to.
+	lastTenant string
+	// lastSub is the last subscription request; lastKeep the last offload's
+	// keep_bytes; lastTo the last unload's target; lastRO the last
+	// read-only request.
+	lastSub  SubscriptionRequest
+	lastKeep int64
+	lastTo   string
+	lastRO   ReadOnlyRequest
+}
+
+func (f *fake) record(call string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, call)
+}
+
+func (f *fake) backends() Backends {
+	return Backends{
+		Region: "r1", Health: f, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain")
+			_, _ = w.Write([]byte("# metrics\n"))
+		}),
+		Members: f, Bookie: f, Bookies: f, Ledgers: f, Topics: f, Subscriptions: f,
+		Offload: f, Bundles: f, Replication: f, Tier: f,
+	}
+}
+
+func (f *fake) Ready(context.Context) map[string]string { return nil }
+func (f *fake) Members() MembersView {
+	return MembersView{Node: "r1.b1", Region: "r1", Role: "broker", LAN: []Member{{Name: "r1.b1", State: "alive"}}}
+}
+func (f *fake) LocalBookie() BookieView { return BookieView{ID: "k1"} }
+func (f *fake) SetReadOnly(_ context.Context, req ReadOnlyRequest) (BookieView, error) {
+	f.record("SetReadOnly")
+	f.mu.Lock()
+	f.lastRO = req
+	f.mu.Unlock()
+	return BookieView{ID: "k1", ReadOnly: *req.ReadOnly, ReadOnlySet: *req.ReadOnly}, nil
+}
+func (f *fake) Bookies(context.Context) ([]BookieView, error) { return []BookieView{{ID: "k1"}}, nil }
+func (f *fake) Ledgers(context.Context) ([]LedgerView, error) {
+	return []LedgerView{{LedgerID: 7, State: LedgerClosed}}, nil
+}
+func (f *fake) Ledger(_ context.Context, id int64) (LedgerView, error) {
+	if id != 7 {
+		return LedgerView{}, Errorf(CodeNoSuchLedger, "id", "no ledger %d", id)
+	}
+	lac := int64(3)
+	return LedgerView{LedgerID: 7, State: LedgerClosed, LAC: &lac}, nil
+}
+func (f *fake) Entries(_ context.Context, id, from, to int64) (EntriesView, error) {
+	f.record("Entries")
+	return EntriesView{Ledger: id, LAC: 3, From: from, To: min(to, 3)}, nil
+}
+func (f *fake) Topics(tenant, _ string) []TopicSummary {
+	f.mu.Lock()
+	f.lastTenant = tenant
+	f.mu.Unlock()
+	return []TopicSummary{{Tenant: "t1", Namespace: "ns1", Topic: "tp"}}
+}
+func (f *fake) TopicStats(_ context.Context, name tenancy.Name) (*TopicStats, error) {
+	if name.Topic != "tp" {
+		return nil, Errorf(CodeTopicNotFound, "topic", "no topic %s", name)
+	}
+	return &TopicStats{TopicSummary: TopicSummary{Tenant: name.Tenant, Namespace: name.Namespace, Topic: name.Topic},
+		Subscriptions: []SubscriptionStats{{Name: "s1"}}}, nil
+}
+func (f *fake) PutSubscription(_ context.Context, _ tenancy.Name, _ string, req SubscriptionRequest) error {
+	f.record("PutSubscription")
+	f.mu.Lock()
+	f.lastSub = req
+	f.mu.Unlock()
+	return nil
+}
+func (f *fake) DeleteSubscription(context.Context, tenancy.Name, string) error {
+	f.record("DeleteSubscription")
+	return nil
+}
+func (f *fake) Offload(_ context.Context, _ tenancy.Name, start bool, keep int64) (*OffloadStatus, error) {
+	if start {
+		f.record("Offload")
+		f.mu.Lock()
+		f.lastKeep = keep
+		f.mu.Unlock()
+	}
+	return &OffloadStatus{Tier: true}, nil
+}
+func (f *fake) TierInfo() TierInfo { return TierInfo{Kind: "fs", Where: "/tier"} }
+func (f *fake) Bundles() []BundleInfo {
+	return []BundleInfo{{Bundle: "t1/ns1/0x00000000_0xffffffff", Owner: "r1.b1"}, {Bundle: "t2/ns1/0x00000000_0xffffffff"}}
+}
+func (f *fake) Unload(_ context.Context, id bundle.ID, to string) (Operation, error) {
+	f.record("Unload")
+	f.mu.Lock()
+	f.lastTo = to
+	f.mu.Unlock()
+	return Operation{ID: "op1", Kind: "unload", Target: id.String(), State: OperationRunning, Total: 1}, nil
+}
+func (f *fake) Operation(_ context.Context, id string) (Operation, error) {
+	if id != "op1" && id != "7" {
+		return Operation{}, Errorf(CodeOperationNotFound, "id", "no operation %s", id)
+	}
+	return Operation{ID: id, State: OperationDone}, nil
+}
+func (f *fake) Replication() ReplicationView        { return ReplicationView{Broker: "r1.b1"} }
+func (f *fake) TierUsage(context.Context) TierUsage { return TierUsage{Kind: "fs"} }
+
+// pathFor fills a route pattern's parameters with valid values: tenant
+// t (t1 unless given), namespace ns1, topic tp, subscription s1, ledger
+// or operation id 7, a whole bundle range.
+func pathFor(pattern, tenant string) string {
+	if tenant == "" {
+		tenant = "t1"
+	}
+	return strings.NewReplacer("{t}", tenant, "{ns}", "ns1", "{topic}", "tp", "{sub}", "s1", "{id}", "7",
+		"{range}", "0x00000000_0xffffffff").Replace(pattern)
+}
+
+// validBody is a body route r accepts ("" for none).
+func validBody(r Route) string {
+	if r.Method == http.MethodPut && r.Pattern == "/admin/v1/bookie/read-only" {
+		return `{"read_only": true}`
+	}
+	return ""
+}

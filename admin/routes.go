@@ -1,0 +1,55 @@
+package admin
+
+import (
+	"net/http"
+)
+
+// Backends are what the routes ask. Each is a small interface that
+// region implements for one node; a nil backend leaves its routes out
+// (a bookie node has no topics, a broker no local bookie). This package
+// keeps no state of its own: everything a route answers comes from a
+// backend, converted by the backend to this package's wire types.
+type Backends struct {
+	// Region names the node's region in the answers that carry it.
+	Region string
+
+	Health        Health               // /healthz, /readyz
+	Metrics       http.Handler         // /metrics
+	Members       MembersBackend       // /admin/v1/members
+	Bookie        BookieBackend        // /admin/v1/bookie… (bookie nodes)
+	Bookies       BookiesBackend       // /admin/v1/bookies
+	Ledgers       LedgersBackend       // /admin/v1/ledgers…
+	Topics        TopicsBackend        // /admin/v1/topics… (brokers)
+	Subscriptions SubscriptionsBackend // PUT/DELETE …/subscriptions/{sub} (brokers; needs Topics)
+	Offload       OffloadBackend       // …/offload (brokers)
+	Bundles       BundlesBackend       // /admin/v1/bundles…, /admin/v1/operations/{id} (brokers)
+	Replication   ReplicationBackend   // /admin/v1/replication (brokers)
+	Tier          TierBackend          // /admin/v1/tier (brokers)
+}
+
+// Routes is the route table for b: every admin route whose backend is
+// set, with its policy. Adding a route is adding a row to one of the
+// area functions below (or a new area with its backend in Backends).
+func Routes(b Backends) []Route {
+	var out []Route
+	add := func(on bool, rs func() []Route) {
+		if on {
+			out = append(out, rs()...)
+		}
+	}
+	add(b.Health != nil, b.healthRoutes)
+	add(b.Metrics != nil, func() []Route {
+		return []Route{{http.MethodGet, "/metrics", Public, b.Metrics.ServeHTTP}}
+	})
+	add(b.Members != nil, b.memberRoutes)
+	add(b.Bookie != nil, b.bookieRoutes)
+	add(b.Bookies != nil, b.bookiesRoutes)
+	add(b.Ledgers != nil, b.ledgerRoutes)
+	add(b.Topics != nil, b.topicRoutes)
+	add(b.Topics != nil && b.Subscriptions != nil, b.subscriptionRoutes)
+	add(b.Offload != nil, b.offloadRoutes)
+	add(b.Bundles != nil, b.bundleRoutes)
+	add(b.Replication != nil, b.replicationRoutes)
+	add(b.Tier != nil, b.tierRoutes)
+	return out
+}

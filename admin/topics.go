@@ -1,0 +1,320 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/stratamesh/strata/tenancy"
+)
+
+// TopicSummary is one row of the topic list.
+type TopicSummary struct {
+	Tenant    string   `json:"tenant"`
+	Namespace string   `json:"namespace"`
+	Topic     string   `json:"topic"`
+	Stream    string   `json:"stream"`
+	Subjects  []string `json:"subjects"`
+	// Owner is the broker serving the topic ("" while none does).
+	Owner string `json:"owner"`
+}
+
+// TopicStats is a topic's live state as its owner reports it
+// (GET /admin/v1/topics/{t}/{ns}/{topic}[/stats]).
+type TopicStats struct {
+	TopicSummary
+	Retention     string              `json:"retention"`
+	Messages      uint64              `json:"messages"`
+	Bytes         uint64              `json:"bytes"`
+	FirstSeq      uint64              `json:"first_seq"`
+	LastSeq       uint64              `json:"last_seq"`
+	FirstTime     time.Time           `json:"first_ts,omitzero"`
+	LastTime      time.Time           `json:"last_ts,omitzero"`
+	NumSubjects   uint64              `json:"num_subjects"`
+	Ledgers       []TopicLedger       `json:"ledgers"`
+	Subscriptions []SubscriptionStats `json:"subscriptions"`
+	// Replication is the topic's replicator cursors and the origin
+	// streams replicated into it (nil when the owner did not answer).
+	Replication *TopicReplication `json:"replication,omitempty"`
+	// Offload is where the topic's ledgers are (bookies, tier) and its
+	// offloads' progress.
+	Offload *OffloadStatus `json:"offload,omitempty"`
+	// Config is the stream's configuration as the JetStream API gives it
+	// (STREAM.INFO's config), passed through unchanged.
+	Config json.RawMessage `json:"config,omitempty"`
+}
+
+// The states of TopicLedger.State.
+const (
+	TopicLedgerOpen   = "open"
+	TopicLedgerClosed = "closed"
+)
+
+// TopicLedger is one ledger of a topic.
+type TopicLedger struct {
+	ID       int64  `json:"id"`
+	FirstSeq uint64 `json:"first_seq"`
+	// Entries and Msgs once closed; -1 while open. Bytes is the sum of its
+	// messages' sizes once closed (0 while open).
+	Entries int64 `json:"entries"`
+	Msgs    int64 `json:"msgs"`
+	Bytes   int64 `json:"bytes"`
+	// FirstTime, LastTime: publish times of its first and last messages
+	// once closed.
+	FirstTime time.Time `json:"first_time"`
+	LastTime  time.Time `json:"last_time"`
+	// LastOrigin is the topic's last local origin sequence as of its last
+	// message once closed.
+	LastOrigin uint64 `json:"last_origin,omitempty"`
+	State      string `json:"state"` // TopicLedgerOpen or TopicLedgerClosed
+	// Offload is the ledger's verified copy in the region's tier (nil:
+	// none).
+	Offload *TierCopy `json:"offload,omitempty"`
+}
+
+// TierCopy is a ledger's verified copy in the tier.
+type TierCopy struct {
+	Base          string    `json:"base"`  // its objects' name in the tier
+	Bytes         int64     `json:"bytes"` // the data object's size
+	Time          time.Time `json:"time"`  // when it was verified
+	BookieDeleted bool      `json:"bookie_deleted,omitempty"`
+}
+
+// SubscriptionStats is one durable cursor of a topic: its ack floor, read
+// position, unacknowledged deliveries and backlog (matching messages not
+// yet delivered).
+type SubscriptionStats struct {
+	Name           string    `json:"name"`
+	AckFloor       uint64    `json:"ack_floor"`
+	Delivered      uint64    `json:"delivered"`
+	NumAckPending  int       `json:"num_ack_pending"`
+	NumRedelivered int       `json:"num_redelivered"`
+	NumWaiting     int       `json:"num_waiting"`
+	Backlog        uint64    `json:"backlog"`
+	AckPolicy      string    `json:"ack_policy"`
+	Created        time.Time `json:"created"`
+	// Replicated: acknowledged mesh-wide (a replicated subscription).
+	Replicated bool `json:"replicated"`
+}
+
+// TopicReplication is a topic's replication as its owner reports it.
+type TopicReplication struct {
+	Incarnation   string             `json:"incarnation"`
+	LastOriginSeq uint64             `json:"last_origin_seq"`
+	Cursors       []ReplicationStats `json:"cursors"`
+	Origins       []OriginStats      `json:"origins"`
+	OriginsLost   uint64             `json:"origins_lost"`
+}
+
+// ReplicationStats is one replicator cursor of a topic: its remote,
+// health and lag.
+type ReplicationStats struct {
+	Topic  string `json:"topic"`  // tenant/namespace/topic
+	Remote string `json:"remote"` // the region replicated to
+	Cursor string `json:"cursor"` // __repl.<remote>
+	// State is replicating, backing-off or stalled.
+	State string `json:"state"`
+	// Position is the last local origin sequence the remote acknowledged
+	// as stored; LastOriginSeq the last one published here.
+	Position      uint64 `json:"position"`
+	LastOriginSeq uint64 `json:"last_origin_seq"`
+	// Lag: messages, their stored bytes (an estimate) and the age of the
+	// oldest, in seconds.
+	LagMsgs     uint64    `json:"lag_msgs"`
+	LagBytes    uint64    `json:"lag_bytes"`
+	LagSeconds  float64   `json:"lag_seconds"`
+	InFlight    uint64    `json:"in_flight"`
+	LastSuccess time.Time `json:"last_success,omitzero"`
+	RetryAt     time.Time `json:"retry_at,omitzero"`
+	Failures    int       `json:"failures,omitempty"`
+	LastError   string    `json:"last_error,omitempty"`
+	// Counters over the cursor's current life.
+	Batches    uint64 `json:"batches"`
+	Sent       uint64 `json:"sent"`
+	Resent     uint64 `json:"resent,omitempty"`
+	GapRecords uint64 `json:"gap_records,omitempty"`
+	Timeouts   uint64 `json:"timeouts,omitempty"`
+}
+
+// OriginStats is one origin stream replicated into a topic: its
+// high-water mark here and the messages gap records skipped.
+type OriginStats struct {
+	Region      string `json:"region"`
+	Incarnation string `json:"incarnation"`
+	HWM         uint64 `json:"hwm"`
+	Lost        uint64 `json:"lost,omitempty"`
+}
+
+// TopicList is GET /admin/v1/topics[/{t}[/{ns}]].
+type TopicList struct {
+	Region string         `json:"region"`
+	Topics []TopicSummary `json:"topics"`
+}
+
+// TopicAnswer is GET /admin/v1/topics/{t}/{ns}/{topic}[/stats].
+type TopicAnswer struct {
+	Region string      `json:"region"`
+	Topic  *TopicStats `json:"topic"`
+}
+
+// SubscriptionList is GET …/subscriptions, and the answer of a
+// subscription PUT or DELETE: the region's subscriptions of the topic.
+type SubscriptionList struct {
+	Region        string              `json:"region"`
+	Subscriptions []SubscriptionStats `json:"subscriptions"`
+}
+
+// SubscriptionAnswer is GET …/subscriptions/{sub}.
+type SubscriptionAnswer struct {
+	Region       string            `json:"region"`
+	Subscription SubscriptionStats `json:"subscription"`
+}
+
+// TopicsBackend answers for the region's topics (any broker, asking the
+// topic's owner).
+type TopicsBackend interface {
+	// Topics lists the region's topics, sorted; those of tenant (and
+	// namespace) when set.
+	Topics(tenant, namespace string) []TopicSummary
+	// TopicStats is the topic's state from its owner. Errors:
+	// topic_not_found, no_owner.
+	TopicStats(ctx context.Context, name tenancy.Name) (*TopicStats, error)
+}
+
+func (b Backends) topicRoutes() []Route {
+	list := func(hasT, hasNS bool) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			var t, ns string
+			var e *Error
+			if hasT {
+				if t, e = Token(r, "t"); e != nil {
+					WriteError(w, e)
+					return
+				}
+			} else {
+				t = scopeOf(r) // a tenant admin sees its own tenant's
+			}
+			if hasNS {
+				if ns, e = Token(r, "ns"); e != nil {
+					WriteError(w, e)
+					return
+				}
+			}
+			WriteJSON(w, http.StatusOK, TopicList{Region: b.Region, Topics: nonNil(b.Topics.Topics(t, ns))})
+		}
+	}
+	stats := func(w http.ResponseWriter, r *http.Request) {
+		if st, ok := b.topicStats(w, r); ok {
+			WriteJSON(w, http.StatusOK, TopicAnswer{Region: b.Region, Topic: st})
+		}
+	}
+	return []Route{
+		{http.MethodGet, "/admin/v1/topics", Authenticated, list(false, false)},
+		{http.MethodGet, "/admin/v1/topics/{t}", TenantAdmin, list(true, false)},
+		{http.MethodGet, "/admin/v1/topics/{t}/{ns}", TenantAdmin, list(true, true)},
+		{http.MethodGet, "/admin/v1/topics/{t}/{ns}/{topic}", TenantAdmin, stats},
+		{http.MethodGet, "/admin/v1/topics/{t}/{ns}/{topic}/stats", TenantAdmin, stats},
+		{http.MethodGet, "/admin/v1/topics/{t}/{ns}/{topic}/subscriptions", TenantAdmin, func(w http.ResponseWriter, r *http.Request) {
+			if st, ok := b.topicStats(w, r); ok {
+				WriteJSON(w, http.StatusOK, SubscriptionList{Region: b.Region, Subscriptions: nonNil(st.Subscriptions)})
+			}
+		}},
+		{http.MethodGet, "/admin/v1/topics/{t}/{ns}/{topic}/subscriptions/{sub}", TenantAdmin, func(w http.ResponseWriter, r *http.Request) {
+			sub, e := tokenAs(r, "sub", CodeInvalidSubscription)
+			if e != nil {
+				WriteError(w, e)
+				return
+			}
+			st, ok := b.topicStats(w, r)
+			if !ok {
+				return
+			}
+			for _, s := range st.Subscriptions {
+				if s.Name == sub {
+					WriteJSON(w, http.StatusOK, SubscriptionAnswer{Region: b.Region, Subscription: s})
+					return
+				}
+			}
+			WriteError(w, Errorf(CodeSubscriptionNotFound, "sub", "topic %s/%s/%s has no subscription %s", st.Tenant, st.Namespace, st.Topic, sub))
+		}},
+	}
+}
+
+// topicStats answers the topic of the request's path, or writes the error.
+func (b Backends) topicStats(w http.ResponseWriter, r *http.Request) (*TopicStats, bool) {
+	name, e := TopicName(r)
+	if e != nil {
+		WriteError(w, e)
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), TopicTimeout)
+	defer cancel()
+	st, err := b.Topics.TopicStats(ctx, name)
+	if err != nil {
+		WriteError(w, err)
+		return nil, false
+	}
+	return st, true
+}
+
+// SubscriptionRequest is the body of a subscription PUT (optional): a
+// durable pull consumer with explicit acks, replicated to the other
+// regions of the namespace's replication list when Replicated.
+type SubscriptionRequest struct {
+	Replicated    bool   `json:"replicated"`
+	FilterSubject string `json:"filter_subject,omitempty"`
+}
+
+// SubscriptionsBackend writes a topic's durable subscriptions (at the
+// topic's owner). Errors: topic_not_found, subscription_not_found (field
+// sub), invalid_subscription, no_owner.
+type SubscriptionsBackend interface {
+	PutSubscription(ctx context.Context, name tenancy.Name, sub string, req SubscriptionRequest) error
+	DeleteSubscription(ctx context.Context, name tenancy.Name, sub string) error
+}
+
+func (b Backends) subscriptionRoutes() []Route {
+	const path = "/admin/v1/topics/{t}/{ns}/{topic}/subscriptions/{sub}"
+	return []Route{
+		{http.MethodPut, path, TenantAdmin, func(w http.ResponseWriter, r *http.Request) {
+			var req SubscriptionRequest
+			b.subscriptionWrite(w, r, &req, func(ctx context.Context, name tenancy.Name, sub string) error {
+				return b.Subscriptions.PutSubscription(ctx, name, sub, req)
+			})
+		}},
+		{http.MethodDelete, path, TenantAdmin, func(w http.ResponseWriter, r *http.Request) {
+			b.subscriptionWrite(w, r, nil, b.Subscriptions.DeleteSubscription)
+		}},
+	}
+}
+
+// subscriptionWrite checks the path (and decodes body into req, when the
+// route takes one), runs do and answers with the topic's subscriptions.
+func (b Backends) subscriptionWrite(w http.ResponseWriter, r *http.Request, req *SubscriptionRequest, do func(context.Context, tenancy.Name, string) error) {
+	name, e := TopicName(r)
+	if e != nil {
+		WriteError(w, e)
+		return
+	}
+	sub, e := tokenAs(r, "sub", CodeInvalidSubscription)
+	if e != nil {
+		WriteError(w, e)
+		return
+	}
+	if req != nil {
+		if e := DecodeBody(w, r, req, true); e != nil {
+			WriteError(w, e)
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), TopicTimeout)
+	defer cancel()
+	if err := do(ctx, name, sub); err != nil {
+		WriteError(w, err)
+		return
+	}
+	if st, ok := b.topicStats(w, r); ok {
+		WriteJSON(w, http.StatusOK, SubscriptionList{Region: b.Region, Subscriptions: nonNil(st.Subscriptions)})
+	}
+}
