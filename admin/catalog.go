@@ -52,6 +52,11 @@ const (
 	CodeSubscriptionNotFound Code = "subscription_not_found"
 	CodeNoTier               Code = "no_tier"
 
+	// Tenants, namespaces, tokens.
+	CodeTenantNotFound    Code = "tenant_not_found"
+	CodeNamespaceNotFound Code = "namespace_not_found"
+	CodeTokenNotFound     Code = "token_not_found"
+
 	// Bundles and operations.
 	CodeInvalidBundle     Code = "invalid_bundle"
 	CodeBundleNotFound    Code = "bundle_not_found"
@@ -97,6 +102,9 @@ var catalog = []CodeInfo{
 	{CodeInvalidSubscription, http.StatusBadRequest, "the subscription name or definition is refused"},
 	{CodeSubscriptionNotFound, http.StatusNotFound, "the topic has no such subscription"},
 	{CodeNoTier, http.StatusConflict, "the region has no tier to offload to"},
+	{CodeTenantNotFound, http.StatusNotFound, "the mesh has no such tenant"},
+	{CodeNamespaceNotFound, http.StatusNotFound, "the tenant has no such namespace"},
+	{CodeTokenNotFound, http.StatusNotFound, "the mesh has no admin token with that id"},
 	{CodeInvalidBundle, http.StatusBadRequest, "a bundle range is not 0xLLLLLLLL_0xHHHHHHHH with low < high"},
 	{CodeBundleNotFound, http.StatusNotFound, "the region has no such bundle"},
 	{CodeBrokerNotLive, http.StatusBadRequest, "no live broker of the region has the name given"},

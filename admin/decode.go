@@ -140,6 +140,8 @@ func jsonError(err error) *Error {
 func jsonKind(goType string) string {
 	t := strings.TrimPrefix(goType, "*")
 	switch {
+	case t == "tenancy.Duration":
+		return `a duration such as "90s", "5m" or "7d"`
 	case t == "bool":
 		return "true or false"
 	case t == "string":

@@ -25,6 +25,7 @@ type Backends struct {
 	Bundles       BundlesBackend       // /admin/v1/bundles…, /admin/v1/operations/{id} (brokers)
 	Replication   ReplicationBackend   // /admin/v1/replication (brokers)
 	Tier          TierBackend          // /admin/v1/tier (brokers)
+	Tenancy       TenancyBackend       // /admin/v1/tenants…, /admin/v1/namespaces…, /admin/v1/tokens… (brokers)
 }
 
 // Routes is the route table for b: every admin route whose backend is
@@ -51,5 +52,6 @@ func Routes(b Backends) []Route {
 	add(b.Bundles != nil, b.bundleRoutes)
 	add(b.Replication != nil, b.replicationRoutes)
 	add(b.Tier != nil, b.tierRoutes)
+	add(b.Tenancy != nil, b.tenancyRoutes)
 	return out
 }

@@ -49,14 +49,20 @@ func (n *Node) adminBackends() admin.Backends {
 		b.Bundles = bundlesAdmin{n}
 		b.Replication = replicationAdmin{n}
 		b.Tier = tierAdmin{n}
+		b.Tenancy = tenancyAdmin{n}
 	}
 	return b
 }
 
-// mountAdmin mounts the admin routes on the node's admin server. Auth is
-// off until the token store exists (admin.Authenticator nil).
-func (n *Node) mountAdmin() {
-	admin.Mount(n.admin, admin.Routes(n.adminBackends()), nil)
+// mountAdmin mounts the admin routes on the node's admin server, with
+// the topology's authorization (admin_tenancy.go; nil: off).
+func (n *Node) mountAdmin() error {
+	auth, err := n.authenticator()
+	if err != nil {
+		return err
+	}
+	admin.Mount(n.admin, admin.Routes(n.adminBackends()), auth)
+	return nil
 }
 
 func (n *Node) metadataError(err error) *admin.Error {

@@ -134,8 +134,15 @@ func (n *Node) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if n.spec.Role != topology.RoleBroker && n.cfg.Mesh.Auth != nil && n.cfg.Mesh.Auth.Enabled {
+		// Admin tokens are in the region's configuration: other nodes
+		// read it too (a broker seeds it and exchanges it).
+		if n.cp, err = n.openControlPlane(ctx, false); err != nil {
+			return err
+		}
+	}
 	if n.spec.Role == topology.RoleBroker {
-		if n.cp, err = n.openControlPlane(ctx); err != nil {
+		if n.cp, err = n.openControlPlane(ctx, true); err != nil {
 			return err
 		}
 		if n.js, err = n.newJetStream(); err != nil {
@@ -320,7 +327,9 @@ func (n *Node) joinInBackground(p *gossip.Pool, pool string, seeds []string) {
 
 func (n *Node) startAdmin() error {
 	n.admin = adminhttp.New(n.logger)
-	n.mountAdmin()
+	if err := n.mountAdmin(); err != nil {
+		return err
+	}
 	n.admin.AddReadyCheck("metadata", func(ctx context.Context) error {
 		_, err := n.store.Get(ctx, n.registrationKey())
 		return err

@@ -31,14 +31,17 @@ type controlPlane struct {
 	unsub   func()
 }
 
-// openControlPlane opens the region's configuration and seeds it with the
-// topology's tenants where the region has no record of them.
-func (n *Node) openControlPlane(ctx context.Context) (*controlPlane, error) {
+// openControlPlane opens the region's configuration and (seed) seeds it
+// with the topology's tenants where the region has no record of them.
+func (n *Node) openControlPlane(ctx context.Context, seed bool) (*controlPlane, error) {
 	st, err := store.Open(ctx, store.Config{Meta: n.store, Region: n.cfg.Region, Logger: n.logger})
 	if err != nil {
 		return nil, err
 	}
 	c := &controlPlane{n: n, store: st, links: map[string]*link.Link{}}
+	if !seed {
+		return c, nil
+	}
 	if _, err := st.Seed(ctx, n.cfg.Mesh.TenancyConfig()); err != nil {
 		st.Close()
 		return nil, fmt.Errorf("seed the region's configuration from the topology: %w", err)

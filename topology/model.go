@@ -19,6 +19,23 @@ type Mesh struct {
 	Regions []Region `yaml:"regions"`
 	// Tenants and their namespaces.
 	Tenants []Tenant `yaml:"tenants"`
+	// Auth turns authorization on; nil: off (anyone may call the admin
+	// API).
+	Auth *Auth `yaml:"auth"`
+}
+
+// Auth is the mesh's authorization (ARCHITECTURE §5 "Credentials").
+type Auth struct {
+	// Enabled makes every admin API route (but /healthz, /readyz and
+	// /metrics) need "Authorization: Bearer <token>": the mesh
+	// superuser's token or an admin token made with `strata admin
+	// tokens create`.
+	Enabled bool `yaml:"enabled"`
+	// SuperuserTokenSHA256 is the hex SHA-256 of the superuser's token.
+	// Empty: the environment's STRATA_SUPERUSER_TOKEN_SHA256, which
+	// `strata up` sets for its nodes from a token it makes and keeps in
+	// <data-dir>/superuser.token.
+	SuperuserTokenSHA256 string `yaml:"superuser_token_sha256"`
 }
 
 // Defaults are applied to regions (ledger, rollover) and to connections

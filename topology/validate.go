@@ -39,6 +39,9 @@ func checkMesh(r *report, m *Mesh) {
 	r.checkPortClashes(m)
 	r.checkJournalDirClashes(m)
 	r.checkTenants(m)
+	if a := m.Auth; a != nil && a.SuperuserTokenSHA256 != "" && !isHex64(a.SuperuserTokenSHA256) {
+		r.errorf("auth.superuser_token_sha256", "want 64 hex digits (the SHA-256 of the token, e.g. `printf %%s TOKEN | sha256sum`)")
+	}
 }
 
 func (r *report) checkDefaults(d *Defaults) {
@@ -161,4 +164,18 @@ func plural(n int, one, many string) string {
 		return fmt.Sprintf("%d %s", n, one)
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// isHex64 reports whether s is 64 hex digits (a SHA-256 in hex).
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }
