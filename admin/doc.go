@@ -27,8 +27,8 @@
 // this package's types and domain errors into catalog codes. The
 // package imports no broker, bookie, replicator, tiered or region package
 // (only the name vocabularies tenancy and broker/bundle), and nothing at
-// or below the broker imports it (deps_test.go); region only mounts its
-// routes (region/admin.go).
+// or below the broker imports it (internal/layering checks both); region
+// only mounts its routes (region/admin.go).
 //
 // Adding a route: add its row to an area's route function (or a new area
 // file with its types, its backend interface, a field in Backends and a

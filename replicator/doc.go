@@ -46,9 +46,9 @@
 // No goroutines, no I/O, no clock and no randomness of its own (the
 // jitter generator is seeded through Config): time is passed in (now),
 // messages come from the Source, and what to send comes back as values.
-// It does not import net, os or the broker (a test checks it). It does not
-// discover remote brokers, encode the wire format, create remote topics,
-// decide retention, or store messages: the driver does.
+// It does not import net, os or the broker (internal/layering checks it).
+// It does not discover remote brokers, encode the wire format, create
+// remote topics, decide retention, or store messages: the driver does.
 //
 // # Concurrency
 //

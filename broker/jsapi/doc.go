@@ -31,7 +31,7 @@
 // or decide policy that needs a stream, a topic or an account (overlaps,
 // limits, ownership, dedup). Handlers in the broker decide; this package
 // only says how the decision looks on the wire. It imports the standard
-// library only.
+// library only (internal/layering checks it).
 //
 // Concurrency: values are plain data; functions are pure and safe for
 // concurrent use. The catalog is read-only after init.

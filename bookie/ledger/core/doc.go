@@ -21,8 +21,9 @@
 // # What it must not do
 //
 // No I/O, no goroutines, no clocks, no randomness: it imports neither os,
-// net, time, sync, gRPC nor etcd (TestDependencies enforces it). Timeouts
-// are the driver's: a request that times out is reported as failed.
+// net, time, sync, gRPC nor etcd (internal/layering enforces it;
+// TestNoGoroutines that it starts no goroutine). Timeouts are the
+// driver's: a request that times out is reported as failed.
 // Writer and Recovery are not safe for concurrent use: one driver
 // goroutine owns each.
 //
