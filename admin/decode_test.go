@@ -48,6 +48,24 @@ var bodyRoutes = []bodyRoute{
 		wrongType: `{"to": 2}`, typeField: "to",
 		big: func(n int) string { return `{"to": "` + strings.Repeat("b", n) + `"}` },
 	},
+	{
+		method: http.MethodPut, path: "/admin/v1/tenants/t1", call: "PutTenant", emptyOK: true,
+		valid: `{"admins": ["al"], "quotas": {"topics": 10}}`, unknown: `{"quotas": {"topics": 1, "bogus": 2}}`,
+		wrongType: `{"quotas": {"topics": "ten"}}`, typeField: "quotas.topics",
+		big: func(n int) string { return `{"admins": ["` + strings.Repeat("a", n) + `"]}` },
+	},
+	{
+		method: http.MethodPut, path: "/admin/v1/namespaces/t1/ns1", call: "PutNamespace", emptyOK: true,
+		valid: `{"policies": {"bundles": 8}}`, unknown: `{"policies": {"bundles": 8}, "bogus": 1}`,
+		wrongType: `{"policies": 5}`, typeField: "policies",
+		big: func(n int) string { return `{"policies": {"replication": ["` + strings.Repeat("r", n) + `"]}}` },
+	},
+	{
+		method: http.MethodPost, path: "/admin/v1/tokens", call: "CreateToken", emptyOK: true,
+		valid: `{"tenant": "t1", "description": "ci"}`, unknown: `{"tenant": "t1", "bogus": "admin"}`,
+		wrongType: `{"tenant": 5}`, typeField: "tenant",
+		big: func(n int) string { return `{"tenant": "t1"` + strings.Repeat(" ", n) + `}` },
+	},
 }
 
 // countingReader counts the bytes read from r.
@@ -263,7 +281,7 @@ func FuzzDecodeRequests(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kind uint8, body []byte) {
 		var v any
 		emptyOK := true
-		switch kind % 4 {
+		switch kind % 7 {
 		case 0:
 			v, emptyOK = &ReadOnlyRequest{}, false
 		case 1:
@@ -272,6 +290,12 @@ func FuzzDecodeRequests(f *testing.F) {
 			v = &SubscriptionRequest{}
 		case 3:
 			v = &UnloadRequest{}
+		case 4:
+			v = &TenantRequest{}
+		case 5:
+			v = &NamespaceRequest{}
+		case 6:
+			v = &TokenRequest{}
 		}
 		e := decode(http.MaxBytesReader(nil, io.NopCloser(bytes.NewReader(body)), MaxBodyBytes), v, emptyOK)
 		if e != nil {

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
@@ -39,8 +40,51 @@ func (f *fake) backends() Backends {
 			_, _ = w.Write([]byte("# metrics\n"))
 		}),
 		Members: f, Bookie: f, Bookies: f, Ledgers: f, Topics: f, Subscriptions: f,
-		Offload: f, Bundles: f, Replication: f, Tier: f,
+		Offload: f, Bundles: f, Replication: f, Tier: f, Tenancy: f,
 	}
+}
+
+// TenancyBackend: tenants t1 and t2, each with namespace ns1; token 7
+// of t1.
+func (f *fake) Tenants() []Tenant { return []Tenant{{Name: "t1"}, {Name: "t2"}} }
+func (f *fake) Tenant(name string) (Tenant, bool) {
+	return Tenant{Name: name}, name == "t1" || name == "t2"
+}
+func (f *fake) PutTenant(_ context.Context, t Tenant) (bool, error) {
+	f.record("PutTenant")
+	return true, nil
+}
+func (f *fake) DeleteTenant(_ context.Context, name string, force bool) error {
+	f.record("DeleteTenant")
+	return nil
+}
+func (f *fake) Namespaces(tenant string) []Namespace {
+	return []Namespace{{Tenant: tenant, Name: "ns1", Policies: tenancy.DefaultPolicies([]string{"r1"})}}
+}
+func (f *fake) Namespace(n tenancy.NSName) (Namespace, bool) {
+	return Namespace{Tenant: n.Tenant, Name: n.Namespace, Policies: tenancy.DefaultPolicies([]string{"r1"})}, n.Namespace == "ns1"
+}
+func (f *fake) PutNamespace(_ context.Context, n tenancy.NSName, _ json.RawMessage) (Namespace, bool, error) {
+	f.record("PutNamespace")
+	return Namespace{Tenant: n.Tenant, Name: n.Namespace}, false, nil
+}
+func (f *fake) PatchPolicies(_ context.Context, n tenancy.NSName, _ json.RawMessage) (Policies, error) {
+	f.record("PatchPolicies")
+	return tenancy.DefaultPolicies([]string{"r1"}), nil
+}
+func (f *fake) DeleteNamespace(_ context.Context, n tenancy.NSName, _ bool) (*Operation, error) {
+	f.record("DeleteNamespace")
+	return nil, nil
+}
+func (f *fake) Tokens() []TokenInfo { return []TokenInfo{{ID: "7", Tenant: "t1"}} }
+func (f *fake) CreateToken(_ context.Context, req TokenRequest) (TokenCreated, error) {
+	f.record("CreateToken")
+	return TokenCreated{TokenInfo: TokenInfo{ID: "8", Tenant: req.Tenant}, Secret: "s"}, nil
+}
+func (f *fake) Token(id string) (TokenInfo, bool) { return TokenInfo{ID: id, Tenant: "t1"}, id == "7" }
+func (f *fake) RevokeToken(_ context.Context, id string) error {
+	f.record("RevokeToken")
+	return nil
 }
 
 func (f *fake) Ready(context.Context) map[string]string { return nil }
@@ -138,6 +182,12 @@ func pathFor(pattern, tenant string) string {
 func validBody(r Route) string {
 	if r.Method == http.MethodPut && r.Pattern == "/admin/v1/bookie/read-only" {
 		return `{"read_only": true}`
+	}
+	if r.Method == http.MethodPatch {
+		return `{"bundles": 8}`
+	}
+	if r.Method == http.MethodPost && r.Pattern == "/admin/v1/tokens" {
+		return `{"description": "ci"}` // the caller's own tenant (a superuser token for the superuser)
 	}
 	return ""
 }

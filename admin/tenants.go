@@ -61,7 +61,9 @@ type TokenInfo struct {
 }
 
 // TokenRequest is the body of POST /admin/v1/tokens: a superuser token
-// (Tenant "", superuser only) or a tenant-admin token of Tenant.
+// (Tenant "", superuser only) or a tenant-admin token of Tenant (a
+// tenant admin makes tokens of its own tenant only; Tenant "" means its
+// own).
 type TokenRequest struct {
 	Tenant      string `json:"tenant"`
 	Description string `json:"description"`
@@ -285,9 +287,14 @@ func (b Backends) tenancyRoutes() []Route {
 				WriteError(w, e)
 				return
 			}
-			if p, on := PrincipalFrom(r.Context()); on && !p.Superuser && req.Tenant != p.Tenant {
-				WriteError(w, Errorf(CodeForbidden, "tenant", "a tenant admin of %s makes tokens of tenant %s only", p.Tenant, p.Tenant))
-				return
+			if p, on := PrincipalFrom(r.Context()); on && !p.Superuser {
+				if req.Tenant == "" {
+					req.Tenant = p.Tenant // a tenant admin's token is of its tenant
+				}
+				if req.Tenant != p.Tenant {
+					WriteError(w, Errorf(CodeForbidden, "tenant", "a tenant admin of %s makes tokens of tenant %s only", p.Tenant, p.Tenant))
+					return
+				}
 			}
 			if _, ok := tb.Tenant(req.Tenant); req.Tenant != "" && !ok {
 				WriteError(w, Errorf(CodeTenantNotFound, "tenant", "the mesh has no tenant %s", req.Tenant))
@@ -309,11 +316,12 @@ func (b Backends) tenancyRoutes() []Route {
 				return
 			}
 			t, ok := tb.Token(id)
-			p, on := PrincipalFrom(r.Context())
-			if !ok || on && !p.Superuser && t.Tenant != p.Tenant {
-				// Another tenant's token is not found, as far as this
-				// caller can tell.
+			if !ok {
 				WriteError(w, Errorf(CodeTokenNotFound, "id", "the mesh has no admin token %s", id))
+				return
+			}
+			if p, on := PrincipalFrom(r.Context()); on && !p.Superuser && t.Tenant != p.Tenant {
+				WriteError(w, Errorf(CodeForbidden, "id", "token %s is not of tenant %s", id, p.Tenant))
 				return
 			}
 			ctx, cancel := context.WithTimeout(r.Context(), TenancyTimeout)
