@@ -237,7 +237,7 @@ func (b Backends) tenancyRoutes() []Route {
 				return
 			}
 			if op != nil {
-				WriteJSON(w, http.StatusAccepted, op)
+				WriteJSON(w, http.StatusAccepted, OperationAnswer{Region: b.Region, Operation: *op})
 				return
 			}
 			w.WriteHeader(http.StatusNoContent)

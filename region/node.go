@@ -160,7 +160,7 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	n.lanRef.Store(n.lan)
 	n.wanRef.Store(n.wan)
-	if n.cp != nil {
+	if n.cp != nil && n.broker != nil {
 		if err := n.cp.startSync(); err != nil {
 			return err
 		}

@@ -69,6 +69,11 @@ func (c *controlPlane) startSync() error {
 		return err
 	}
 	c.unsub = unsub
+	for _, r := range c.remotes() {
+		if _, err := c.linkTo(r); err != nil { // dial every region now, not on the first push
+			return err
+		}
+	}
 	sy, err := store.StartSync(store.SyncConfig{
 		Store: c.store, Region: c.n.cfg.Region, Logger: c.n.logger,
 		Remotes: c.remotes, Publish: c.publish,
@@ -93,22 +98,29 @@ func (c *controlPlane) remotes() []string {
 }
 
 func (c *controlPlane) publish(region string, data []byte) error {
-	c.linksMu.Lock()
-	l := c.links[region]
-	if l == nil {
-		var err error
-		l, err = link.New(link.Config{
-			Remote: region, Name: "strata-config " + c.n.cfg.Region + "/" + c.n.name,
-			Brokers: func() []string { return c.n.remoteBrokers(region) }, Logger: c.n.logger,
-		})
-		if err != nil {
-			c.linksMu.Unlock()
-			return err
-		}
-		c.links[region] = l
+	l, err := c.linkTo(region)
+	if err != nil {
+		return err
 	}
-	c.linksMu.Unlock()
 	return l.Publish(store.Subject, "", data)
+}
+
+// linkTo is the link to region's brokers, made on first use.
+func (c *controlPlane) linkTo(region string) (*link.Link, error) {
+	c.linksMu.Lock()
+	defer c.linksMu.Unlock()
+	if l := c.links[region]; l != nil {
+		return l, nil
+	}
+	l, err := link.New(link.Config{
+		Remote: region, Name: "strata-config " + c.n.cfg.Region + "/" + c.n.name,
+		Brokers: func() []string { return c.n.remoteBrokers(region) }, Logger: c.n.logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.links[region] = l
+	return l, nil
 }
 
 // close stops the exchange and the store.

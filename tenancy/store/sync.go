@@ -131,8 +131,16 @@ func (s *Syncer) pushLoop() {
 			}
 			s.pending = map[string]tenancy.Record{}
 			s.mu.Unlock()
+			failed := false
 			for _, remote := range s.cfg.Remotes() {
-				s.push(remote, recs, false)
+				if !s.push(remote, recs, false) {
+					failed = true
+				}
+			}
+			if failed {
+				// A link not up yet (or down): try the changes again soon
+				// rather than wait for the next anti-entropy round.
+				s.retryLater(recs)
 			}
 		case <-full.C:
 			recs := s.cfg.Store.Records()
@@ -146,13 +154,40 @@ func (s *Syncer) pushLoop() {
 // push sends recs to remote in batches of at most maxBatchBytes. Every
 // batch of a full State is marked Full: the receiver answers each with the
 // records it holds newer than that batch's.
-func (s *Syncer) push(remote string, recs []tenancy.Record, full bool) {
+func (s *Syncer) push(remote string, recs []tenancy.Record, full bool) bool {
 	for _, data := range encodeBatches(s.cfg.Region, recs, full) {
 		if err := s.cfg.Publish(remote, data); err != nil {
 			s.cfg.Logger.Debug("configuration push failed", "remote", remote, "err", err)
-			return
+			return false
 		}
 	}
+	return true
+}
+
+// retryDelay is how soon changed records whose push failed are pushed
+// again (to every region: pushes are idempotent).
+const retryDelay = 250 * time.Millisecond
+
+func (s *Syncer) retryLater(recs []tenancy.Record) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		select {
+		case <-s.stop:
+		case <-time.After(retryDelay):
+			s.mu.Lock()
+			for _, r := range recs {
+				if cur, ok := s.pending[r.ID()]; !ok || r.Newer(cur) {
+					s.pending[r.ID()] = r
+				}
+			}
+			s.mu.Unlock()
+			select {
+			case s.kick <- struct{}{}:
+			default:
+			}
+		}
+	}()
 }
 
 // encodeBatches splits recs into encoded Batches of at most about
