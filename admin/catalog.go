@@ -48,6 +48,7 @@ const (
 
 	// Topics, subscriptions, offload.
 	CodeTopicNotFound        Code = "topic_not_found"
+	CodeNamespaceNotFound    Code = "namespace_not_found"
 	CodeInvalidSubscription  Code = "invalid_subscription"
 	CodeSubscriptionNotFound Code = "subscription_not_found"
 	CodeNoTier               Code = "no_tier"
@@ -99,6 +100,7 @@ var catalog = []CodeInfo{
 	{CodeBadTo, http.StatusBadRequest, "the to query parameter is not an integer"},
 	{CodeWrongBookie, http.StatusConflict, "the request names another bookie than the one that answers: nothing changed"},
 	{CodeTopicNotFound, http.StatusNotFound, "the region has no such topic"},
+	{CodeNamespaceNotFound, http.StatusNotFound, "the tenant has no such namespace (or there is no such tenant)"},
 	{CodeInvalidSubscription, http.StatusBadRequest, "the subscription name or definition is refused"},
 	{CodeSubscriptionNotFound, http.StatusNotFound, "the topic has no such subscription"},
 	{CodeNoTier, http.StatusConflict, "the region has no tier to offload to"},

@@ -121,11 +121,31 @@ func (f *fake) Topics(tenant, _ string) []TopicSummary {
 	return []TopicSummary{{Tenant: "t1", Namespace: "ns1", Topic: "tp"}}
 }
 func (f *fake) TopicStats(_ context.Context, name tenancy.Name) (*TopicStats, error) {
-	if name.Topic != "tp" {
+	switch name.Topic {
+	case "tp":
+	case "empty":
+		return &TopicStats{TopicSummary: TopicSummary{Tenant: name.Tenant, Namespace: name.Namespace, Topic: name.Topic}}, nil
+	case "msgs":
+		return &TopicStats{TopicSummary: TopicSummary{Tenant: name.Tenant, Namespace: name.Namespace, Topic: name.Topic}, Messages: 5}, nil
+	default:
 		return nil, Errorf(CodeTopicNotFound, "topic", "no topic %s", name)
 	}
 	return &TopicStats{TopicSummary: TopicSummary{Tenant: name.Tenant, Namespace: name.Namespace, Topic: name.Topic},
 		Subscriptions: []SubscriptionStats{{Name: "s1"}}}, nil
+}
+func (f *fake) CreateTopic(_ context.Context, name tenancy.Name) (bool, error) {
+	f.record("CreateTopic")
+	switch {
+	case name.Namespace != "ns1":
+		return false, Errorf(CodeNamespaceNotFound, "ns", "tenant %s has no namespace %s", name.Tenant, name.Namespace)
+	case name.Topic == "tp":
+		return false, nil
+	}
+	return true, nil
+}
+func (f *fake) DeleteTopic(_ context.Context, name tenancy.Name) error {
+	f.record("DeleteTopic " + name.String())
+	return nil
 }
 func (f *fake) PutSubscription(_ context.Context, _ tenancy.Name, _ string, req SubscriptionRequest) error {
 	f.record("PutSubscription")
@@ -176,6 +196,16 @@ func pathFor(pattern, tenant string) string {
 	}
 	return strings.NewReplacer("{t}", tenant, "{ns}", "ns1", "{topic}", "tp", "{sub}", "s1", "{id}", "7",
 		"{range}", "0x00000000_0xffffffff").Replace(pattern)
+}
+
+// targetFor is pathFor(r.Pattern, "") with the query a valid request of
+// r has: a topic DELETE is forced (topic tp holds a subscription).
+func targetFor(r Route) string {
+	p := pathFor(r.Pattern, "")
+	if r.Method == http.MethodDelete && r.Pattern == "/admin/v1/topics/{t}/{ns}/{topic}" {
+		p += "?force=true"
+	}
+	return p
 }
 
 // validBody is a body route r accepts ("" for none).

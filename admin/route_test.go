@@ -125,7 +125,7 @@ func TestRoutePolicies(t *testing.T) {
 	for _, r := range routes {
 		for _, token := range []string{"", "bogus", "nobody", "t2-admin", "t1-admin", "super"} {
 			what := r.String() + " with token " + token
-			w := serve(t, routes, fakeAuth{}, r.Method, pathFor(r.Pattern, ""), token, validBody(r))
+			w := serve(t, routes, fakeAuth{}, r.Method, targetFor(r), token, validBody(r))
 			e := checkShape(t, what, w)
 			switch want(r.String(), r.Policy, token) {
 			case allowed:
@@ -143,12 +143,12 @@ func TestRoutePolicies(t *testing.T) {
 			}
 		}
 		// Auth off: everything answers.
-		if w := serve(t, routes, nil, r.Method, pathFor(r.Pattern, ""), "", validBody(r)); w.Code >= 400 {
+		if w := serve(t, routes, nil, r.Method, targetFor(r), "", validBody(r)); w.Code >= 400 {
 			t.Errorf("%s with auth off: %d %s", r, w.Code, w.Body)
 		}
 		// An Authenticator's own API error is answered as is.
 		if r.Policy != Public {
-			if w := serve(t, routes, fakeAuth{}, r.Method, pathFor(r.Pattern, ""), "loading", validBody(r)); w.Code != 503 {
+			if w := serve(t, routes, fakeAuth{}, r.Method, targetFor(r), "loading", validBody(r)); w.Code != 503 {
 				t.Errorf("%s while the token store loads: %d, want 503", r, w.Code)
 			}
 		}

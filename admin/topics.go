@@ -3,7 +3,10 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/stratamesh/strata/tenancy"
@@ -180,6 +183,53 @@ type TopicsBackend interface {
 	// TopicStats is the topic's state from its owner. Errors:
 	// topic_not_found, no_owner.
 	TopicStats(ctx context.Context, name tenancy.Name) (*TopicStats, error)
+	// CreateTopic creates the topic in its namespace with the
+	// namespace's policies; created is false when it existed. Errors:
+	// namespace_not_found, conflict (another stream captures its
+	// subjects), metadata_unavailable.
+	CreateTopic(ctx context.Context, name tenancy.Name) (created bool, err error)
+	// DeleteTopic deletes the topic at its owner, and in the other
+	// regions through a tombstone (emptiness is checked by the route).
+	// Errors: topic_not_found, no_owner.
+	DeleteTopic(ctx context.Context, name tenancy.Name) error
+}
+
+// TopicRequest is the body of a topic PUT (optional).
+type TopicRequest struct {
+	// Partitions: 0 (or absent) for a topic; partitioned topics are not
+	// supported yet, so anything else is refused.
+	Partitions int `json:"partitions"`
+}
+
+func (q *TopicRequest) validate() *Error {
+	switch {
+	case q.Partitions < 0:
+		return Errorf(CodeInvalidBody, "partitions", "request body: partitions %d is negative", q.Partitions)
+	case q.Partitions > 0:
+		return Errorf(CodeInvalidBody, "partitions", "request body: partitions %d: partitioned topics are not supported yet (omit partitions or give 0)", q.Partitions)
+	}
+	return nil
+}
+
+// TopicCreated is the answer of a topic PUT: the topic's state (its
+// summary only when its owner did not answer in time), and whether the
+// PUT created it (201) or it existed (200).
+type TopicCreated struct {
+	Region  string      `json:"region"`
+	Created bool        `json:"created"`
+	Topic   *TopicStats `json:"topic"`
+}
+
+// TopicDeleted is the answer of a topic DELETE.
+type TopicDeleted struct {
+	Region  string `json:"region"`
+	Topic   string `json:"topic"` // tenant/namespace/topic
+	Deleted bool   `json:"deleted"`
+	// Forced: deleted with ?force=true; Messages and Subscriptions are
+	// what it held then.
+	Forced        bool     `json:"forced,omitempty"`
+	Messages      uint64   `json:"messages"`
+	Subscriptions []string `json:"subscriptions"`
 }
 
 func (b Backends) topicRoutes() []Route {
@@ -214,6 +264,8 @@ func (b Backends) topicRoutes() []Route {
 		{http.MethodGet, "/admin/v1/topics/{t}", TenantAdmin, list(true, false)},
 		{http.MethodGet, "/admin/v1/topics/{t}/{ns}", TenantAdmin, list(true, true)},
 		{http.MethodGet, "/admin/v1/topics/{t}/{ns}/{topic}", TenantAdmin, stats},
+		{http.MethodPut, "/admin/v1/topics/{t}/{ns}/{topic}", TenantAdmin, b.putTopic},
+		{http.MethodDelete, "/admin/v1/topics/{t}/{ns}/{topic}", TenantAdmin, b.deleteTopic},
 		{http.MethodGet, "/admin/v1/topics/{t}/{ns}/{topic}/stats", TenantAdmin, stats},
 		{http.MethodGet, "/admin/v1/topics/{t}/{ns}/{topic}/subscriptions", TenantAdmin, func(w http.ResponseWriter, r *http.Request) {
 			if st, ok := b.topicStats(w, r); ok {
@@ -241,6 +293,99 @@ func (b Backends) topicRoutes() []Route {
 	}
 }
 
+// putTopic creates the topic of the path in its namespace: 201 when it
+// did, 200 when it existed.
+func (b Backends) putTopic(w http.ResponseWriter, r *http.Request) {
+	name, e := TopicName(r)
+	if e != nil {
+		WriteError(w, e)
+		return
+	}
+	var req TopicRequest
+	if e := DecodeBody(w, r, &req, true); e != nil {
+		WriteError(w, e)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), TopicTimeout)
+	defer cancel()
+	created, err := b.Topics.CreateTopic(ctx, name)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	st, err := b.Topics.TopicStats(ctx, name)
+	if err != nil {
+		// Created, but its owner is not serving it yet: its summary.
+		st = &TopicStats{TopicSummary: TopicSummary{Tenant: name.Tenant, Namespace: name.Namespace, Topic: name.Topic}}
+		for _, ts := range b.Topics.Topics(name.Tenant, name.Namespace) {
+			if ts.Topic == name.Topic {
+				st.TopicSummary = ts
+			}
+		}
+	}
+	WriteJSON(w, status, TopicCreated{Region: b.Region, Created: created, Topic: st})
+}
+
+// deleteTopic deletes the topic of the path; one that holds messages or
+// subscriptions only with ?force=true (409 not_empty otherwise).
+func (b Backends) deleteTopic(w http.ResponseWriter, r *http.Request) {
+	force, e := queryFlag(r, "force")
+	if e != nil {
+		WriteError(w, e)
+		return
+	}
+	st, ok := b.topicStats(w, r)
+	if !ok {
+		return
+	}
+	name := tenancy.Name{Tenant: st.Tenant, Namespace: st.Namespace, Topic: st.Topic}
+	subs := make([]string, 0, len(st.Subscriptions))
+	for _, s := range st.Subscriptions {
+		subs = append(subs, s.Name)
+	}
+	if !force && (st.Messages > 0 || len(subs) > 0) {
+		var held []string
+		if st.Messages > 0 {
+			held = append(held, fmt.Sprintf("%d stored messages", st.Messages))
+		}
+		if len(subs) > 0 {
+			held = append(held, fmt.Sprintf("%d subscriptions (%s)", len(subs), strings.Join(subs, ", ")))
+		}
+		WriteError(w, Errorf(CodeNotEmpty, "force", "topic %s holds %s: delete it with ?force=true", name, strings.Join(held, " and ")))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), TopicTimeout)
+	defer cancel()
+	if err := b.Topics.DeleteTopic(ctx, name); err != nil {
+		WriteError(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, TopicDeleted{Region: b.Region, Topic: name.String(), Deleted: true, Forced: force,
+		Messages: st.Messages, Subscriptions: subs})
+}
+
+// queryFlag returns boolean query parameter name: false when absent,
+// true for "true" (or "1"), false for "false" (or "0"); anything else
+// is 400 invalid_field naming it.
+func queryFlag(r *http.Request, name string) (bool, *Error) {
+	q := r.URL.Query()
+	if !q.Has(name) {
+		return false, nil
+	}
+	switch v := q.Get(name); v {
+	case "true", "1":
+		return true, nil
+	case "false", "0":
+		return false, nil
+	default:
+		return false, Errorf(CodeInvalidField, name, "%s=%s: want true or false", name, strconv.Quote(v))
+	}
+}
+
 // topicStats answers the topic of the request's path, or writes the error.
 func (b Backends) topicStats(w http.ResponseWriter, r *http.Request) (*TopicStats, bool) {
 	name, e := TopicName(r)
@@ -264,6 +409,46 @@ func (b Backends) topicStats(w http.ResponseWriter, r *http.Request) (*TopicStat
 type SubscriptionRequest struct {
 	Replicated    bool   `json:"replicated"`
 	FilterSubject string `json:"filter_subject,omitempty"`
+	// ResetTo resets the subscription's position (creating it there when
+	// it does not exist): the durable is deleted and created again
+	// delivering from stream sequence seq, or from the first message
+	// stored at or after time. An existing subscription keeps its
+	// configuration (filter_subject and replicated change it when set).
+	ResetTo *ResetTo `json:"reset_to,omitempty"`
+}
+
+// ResetTo is where a subscription reset restarts delivery: exactly one of
+// Seq (a stream sequence, from 1) and Time (RFC 3339).
+type ResetTo struct {
+	Seq  *uint64 `json:"seq,omitempty"`
+	Time string  `json:"time,omitempty"`
+}
+
+// At is Time parsed (zero when unset or not RFC 3339; validate refuses
+// the latter).
+func (q *ResetTo) At() time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, q.Time)
+	return t
+}
+
+func (q *SubscriptionRequest) validate() *Error {
+	rt := q.ResetTo
+	if rt == nil {
+		return nil
+	}
+	switch {
+	case rt.Seq != nil && rt.Time != "":
+		return Errorf(CodeInvalidBody, "reset_to", `request body: reset_to takes one of "seq" and "time", not both`)
+	case rt.Seq == nil && rt.Time == "":
+		return Errorf(CodeInvalidBody, "reset_to", `request body: reset_to needs "seq" (a stream sequence) or "time" (RFC 3339)`)
+	case rt.Seq != nil && *rt.Seq == 0:
+		return Errorf(CodeInvalidBody, "reset_to.seq", "request body: reset_to.seq: stream sequences start at 1")
+	case rt.Seq == nil:
+		if _, err := time.Parse(time.RFC3339Nano, rt.Time); err != nil {
+			return Errorf(CodeInvalidBody, "reset_to.time", "request body: reset_to.time %s is not an RFC 3339 time (e.g. 2025-01-02T15:04:05Z)", strconv.Quote(rt.Time))
+		}
+	}
+	return nil
 }
 
 // SubscriptionsBackend writes a topic's durable subscriptions (at the

@@ -182,6 +182,57 @@ func TestReplicatedSubscription(t *testing.T) {
 		}
 	})
 
+	t.Run("admin-reset", func(t *testing.T) {
+		put := func(body string) {
+			t.Helper()
+			req, err := http.NewRequest(http.MethodPut, c.regions["r1"].brokers["b1"].report.Admin+
+				"/admin/v1/topics/demo/geo/subs/subscriptions/replay", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := c.http.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("PUT replay %s in r1: %d", body, resp.StatusCode)
+			}
+		}
+		put(`{"replicated": true}`)
+		a, err := js1.Consumer(ctx, subsStream, "replay")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fetchIDs(t, a, 20, 10*time.Second, func(string) bool { return true }); len(got) != 20 {
+			t.Fatalf("r1 delivered %v, want m-001..m-020", got)
+		}
+		waitPending(t, waitConsumer(t, js2, "r2", "replay"), "r2", 80)
+
+		// Reset to seq 11 in r1: a new epoch; r1 delivers from m-011, and
+		// r2's copy starts again with 1..10 acknowledged.
+		put(`{"reset_to": {"seq": 11}}`)
+		a, err = js1.Consumer(ctx, subsStream, "replay")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info, err := a.Info(ctx); err != nil || info.Config.Metadata["strata.replicated"] != "true" || info.Config.DeliverPolicy != jetstream.DeliverByStartSequencePolicy {
+			t.Fatalf("r1's replay after the reset: %+v, %v; want it replicated, by_start_sequence", info, err)
+		}
+		if got := fetchIDs(t, a, 1, 10*time.Second, func(string) bool { return false }); len(got) != 1 || got[0] != msgID(11) {
+			t.Fatalf("r1 delivered %v after the reset, want m-011", got)
+		}
+		var b jetstream.Consumer
+		testutil.Eventually(t, "r2's replay reset (90 pending)", 30*time.Second, func() bool {
+			b = waitConsumer(t, js2, "r2", "replay")
+			info, err := b.Info(ctx)
+			return err == nil && info.NumPending == 90 && info.NumAckPending == 0
+		})
+		if got := fetchIDs(t, b, 1, 10*time.Second, func(string) bool { return false }); len(got) != 1 || got[0] != msgID(11) {
+			t.Fatalf("r2 delivered %v after the reset, want m-011", got)
+		}
+	})
+
 	t.Run("concurrent", func(t *testing.T) {
 		a := replicatedConsumer(t, js1, "both")
 		b := waitConsumer(t, js2, "r2", "both")

@@ -216,8 +216,14 @@ func (a topicsAdmin) notFound(name tenancy.Name) *admin.Error {
 }
 
 func (a topicsAdmin) PutSubscription(ctx context.Context, name tenancy.Name, sub string, req admin.SubscriptionRequest) error {
-	err := a.n.js.PutSubscription(ctx, name, sub, jetstream.SubscriptionRequest{Replicated: req.Replicated, FilterSubject: req.FilterSubject})
-	return a.subscriptionError(name, sub, err)
+	jreq := jetstream.SubscriptionRequest{Replicated: req.Replicated, FilterSubject: req.FilterSubject}
+	if rt := req.ResetTo; rt != nil {
+		jreq.ResetTo = &jetstream.ResetTo{Time: rt.At()}
+		if rt.Seq != nil {
+			jreq.ResetTo = &jetstream.ResetTo{Seq: *rt.Seq}
+		}
+	}
+	return a.subscriptionError(name, sub, a.n.js.PutSubscription(ctx, name, sub, jreq))
 }
 
 func (a topicsAdmin) DeleteSubscription(ctx context.Context, name tenancy.Name, sub string) error {

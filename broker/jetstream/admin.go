@@ -177,17 +177,25 @@ func (s *Service) request(ctx context.Context, subject string, body []byte, v an
 type SubscriptionRequest struct {
 	Replicated    bool   `json:"replicated"`
 	FilterSubject string `json:"filter_subject,omitempty"`
+	// ResetTo, when set, resets the subscription's position: it is
+	// deleted (if it exists) and created again, delivering from there.
+	ResetTo *ResetTo `json:"-"`
 }
 
 // PutSubscription creates durable subscription name on topic n, or
 // updates it, through the JetStream API at the topic's owner (a
-// replicated one: consumer metadata strata.replicated=true). Errors:
+// replicated one: consumer metadata strata.replicated=true); with
+// req.ResetTo, deletes it and creates it again delivering from there
+// (resetSubscription). Errors:
 // ErrTopicNotFound, the API's error (*jsapi.APIError), ctx's when no
 // owner answers.
 func (s *Service) PutSubscription(ctx context.Context, n tenancy.Name, name string, req SubscriptionRequest) error {
 	st := s.reg.topic(n)
 	if st == nil {
 		return ErrTopicNotFound
+	}
+	if req.ResetTo != nil {
+		return s.resetSubscription(ctx, st, name, req, *req.ResetTo)
 	}
 	cfg := jsapi.ConsumerConfig{Durable: name, AckPolicy: jsapi.AckExplicit, FilterSubject: req.FilterSubject}
 	if req.Replicated {

@@ -328,6 +328,7 @@ func (t *topic) subSync(m message) {
 	t.subsMu.Lock()
 	defer t.subsMu.Unlock()
 	r := t.runner(ss.Consumer)
+	existed := r != nil
 	if r == nil {
 		var tomb *replicator.SubSet // this region's record of a deletion
 		if kv, err := t.s.cfg.Store.Get(ctx, rsubKey(t.name, ss.Consumer)); err == nil {
@@ -358,11 +359,13 @@ func (t *topic) subSync(m message) {
 	}
 	var ver uint64
 	var b []byte
+	var reset bool
 	if err := r.call(ctx, func(time.Time) {
 		rs := r.rsub
 		before := rs.set.Version()
 		echo := rs.shipped[ss.Origin] == before
 		res := rs.set.Merge(set)
+		reset = existed && res.Outcome == replicator.MergeReplaced && !rs.set.Deleted()
 		if res.Changed() {
 			rs.scanned = 0 // check the held messages again
 			r.scan(ctx)
@@ -382,6 +385,27 @@ func (t *topic) subSync(m message) {
 			return
 		}
 		t.s.cfg.Logger.Info("replicated subscription deleted by another region", "topic", t.name.String(), "consumer", r.name, "origin", ss.Origin)
+	}
+	if reset {
+		// A new epoch from another region: the subscription was deleted
+		// and created again there (e.g. reset to a position) and its
+		// deletion's tombstone has not arrived yet. Here too it starts a
+		// new life: created again from the beginning of the backlog with
+		// the new set, which acknowledges what precedes its position.
+		if err := r.rsub.persist(ctx, ver, b); err != nil {
+			t.s.subSyncReply(m.reply, err)
+			return
+		}
+		if err := t.deleteConsumer(ctx, r.name, r); err != nil {
+			t.s.subSyncReply(m.reply, err)
+			return
+		}
+		_, err := t.createReplicatedConsumer(ctx, ss)
+		if err == nil {
+			t.s.cfg.Logger.Info("replicated subscription reset by another region", "topic", t.name.String(), "consumer", ss.Consumer, "origin", ss.Origin)
+		}
+		t.s.subSyncReply(m.reply, err)
+		return
 	}
 	t.s.subSyncReply(m.reply, r.rsub.persist(ctx, ver, b))
 }

@@ -16,7 +16,8 @@ import (
 )
 
 // newAdminTopics is `strata admin topics list [t[/ns]] | stats t/ns/topic |
-// subscriptions t/ns/topic` (admin API: /admin/v1/topics…, served by
+// subscriptions t/ns/topic | create t/ns/topic | delete t/ns/topic |
+// create-subscription | delete-subscription | reset-subscription …` (admin API: /admin/v1/topics…, served by
 // brokers).
 func newAdminTopics(flags *adminFlags) *cobra.Command {
 	cmd := commandGroup(&cobra.Command{Use: "topics", Aliases: []string{"topic"}, Short: "Topics of each region: owners, state, ledgers, subscriptions"})
@@ -127,6 +128,7 @@ func newAdminTopics(flags *adminFlags) *cobra.Command {
 			return subscriptionWrite(cmd, flags, http.MethodDelete, args[0], args[1], nil)
 		},
 	})
+	addTopicWrites(cmd, flags)
 	addOffloadCommands(cmd, flags)
 	return cmd
 }
@@ -134,36 +136,17 @@ func newAdminTopics(flags *adminFlags) *cobra.Command {
 // subscriptionWrite sends a subscription PUT or DELETE to a broker of the
 // one region (--region) and prints the topic's subscriptions there.
 func subscriptionWrite(cmd *cobra.Command, flags *adminFlags, method, topic, sub string, body any) error {
-	p := strings.Split(topic, "/")
-	if len(p) != 3 || !validName(p[0]) || !validName(p[1]) || !validName(p[2]) {
-		return fmt.Errorf("%q is not TENANT/NAMESPACE/TOPIC (letters, digits, '-' and '_')", topic)
+	if err := checkTopicArg(topic); err != nil {
+		return err
 	}
 	if !validName(sub) {
 		return fmt.Errorf("subscription name %q: use letters, digits, '-' and '_'", sub)
 	}
-	urls, order, err := flags.roleTargets("broker")
-	if err != nil {
-		return err
-	}
-	if len(order) != 1 {
-		return fmt.Errorf("the mesh has %d regions (%s): say which with --region", len(order), strings.Join(order, ", "))
-	}
-	client := flags.client()
 	var a struct {
 		Region        string                    `json:"region"`
 		Subscriptions []admin.SubscriptionStats `json:"subscriptions"`
 	}
-	path := "/admin/v1/topics/" + topic + "/subscriptions/" + sub
-	for _, u := range urls[order[0]] {
-		ctx, cancel := context.WithTimeout(cmd.Context(), flags.timeout)
-		err = client.Send(ctx, method, u, path, body, &a)
-		cancel()
-		var apiErr *admin.APIError
-		if err == nil || errors.As(err, &apiErr) {
-			break
-		}
-	}
-	if err != nil {
+	if err := regionSend(cmd, flags, method, "/admin/v1/topics/"+topic+"/subscriptions/"+sub, body, &a); err != nil {
 		return err
 	}
 	if flags.json {
@@ -172,6 +155,133 @@ func subscriptionWrite(cmd *cobra.Command, flags *adminFlags, method, topic, sub
 	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 	printSubscriptions(tw, a.Region, a.Subscriptions)
 	return tw.Flush()
+}
+
+// regionSend sends a write to the brokers of the one region (--region
+// when the mesh has several), the next broker when one does not answer,
+// and decodes the answer into out.
+func regionSend(cmd *cobra.Command, flags *adminFlags, method, path string, body, out any) error {
+	urls, order, err := flags.roleTargets("broker")
+	if err != nil {
+		return err
+	}
+	if len(order) != 1 {
+		return fmt.Errorf("the mesh has %d regions (%s): say which with --region", len(order), strings.Join(order, ", "))
+	}
+	client := flags.client()
+	for _, u := range urls[order[0]] {
+		ctx, cancel := context.WithTimeout(cmd.Context(), flags.timeout)
+		err = client.Send(ctx, method, u, path, body, out)
+		cancel()
+		var apiErr *admin.APIError
+		if err == nil || errors.As(err, &apiErr) {
+			break
+		}
+	}
+	return err
+}
+
+// addTopicWrites adds `topics create`, `topics delete` and `topics
+// reset-subscription` (PUT and DELETE /admin/v1/topics/{t}/{ns}/{topic},
+// PUT …/subscriptions/{sub} with reset_to).
+func addTopicWrites(cmd *cobra.Command, flags *adminFlags) {
+	cmd.AddCommand(&cobra.Command{
+		Use:   "create TENANT/NAMESPACE/TOPIC",
+		Short: "Create a topic in its namespace, with the namespace's policies",
+		Long: "Create a topic in its namespace with the namespace's policies (retention, limits, dedup\n" +
+			"window), as publishing to it does when the namespace auto-creates topics; the other regions\n" +
+			"of the namespace's replication list are told of it. Creating a topic that exists changes\n" +
+			"nothing. Needs --region when the mesh has several regions.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkTopicArg(args[0]); err != nil {
+				return err
+			}
+			var a admin.TopicCreated
+			if err := regionSend(cmd, flags, http.MethodPut, "/admin/v1/topics/"+args[0], nil, &a); err != nil {
+				return err
+			}
+			if flags.json {
+				return printJSON(cmd, a)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "REGION\tTOPIC\tSTREAM\tSUBJECTS\tOWNER\tCREATED")
+			if st := a.Topic; st != nil {
+				owner := st.Owner
+				if owner == "" {
+					owner = "(none yet)"
+				}
+				fmt.Fprintf(tw, "%s\t%s/%s/%s\t%s\t%s\t%s\t%t\n", a.Region, st.Tenant, st.Namespace, st.Topic, st.Stream, strings.Join(st.Subjects, ","), owner, a.Created)
+			}
+			return tw.Flush()
+		},
+	})
+	var force bool
+	del := &cobra.Command{
+		Use:   "delete TENANT/NAMESPACE/TOPIC",
+		Short: "Delete a topic in every region; one with messages or subscriptions needs --force",
+		Long: "Delete a topic: its subscriptions, cursors, ledgers and metadata, at its owner; the other\n" +
+			"regions delete their copy when the deletion's tombstone reaches them. A topic that holds\n" +
+			"messages or subscriptions is refused (not_empty) unless --force. Needs --region when the\n" +
+			"mesh has several regions.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkTopicArg(args[0]); err != nil {
+				return err
+			}
+			path := "/admin/v1/topics/" + args[0]
+			if force {
+				path += "?force=true"
+			}
+			var a admin.TopicDeleted
+			if err := regionSend(cmd, flags, http.MethodDelete, path, nil, &a); err != nil {
+				return err
+			}
+			if flags.json {
+				return printJSON(cmd, a)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "REGION\tTOPIC\tDELETED\tMESSAGES\tSUBSCRIPTIONS")
+			fmt.Fprintf(tw, "%s\t%s\t%t\t%d\t%s\n", a.Region, a.Topic, a.Deleted, a.Messages, strings.Join(a.Subscriptions, ","))
+			return tw.Flush()
+		},
+	}
+	del.Flags().BoolVar(&force, "force", false, "delete it even when it holds messages or subscriptions")
+	cmd.AddCommand(del)
+	var seq uint64
+	var at string
+	reset := &cobra.Command{
+		Use:   "reset-subscription TENANT/NAMESPACE/TOPIC SUBSCRIPTION (--seq N | --time T)",
+		Short: "Reset a durable subscription's position: delivery restarts at a sequence or a time",
+		Long: "Reset a durable subscription so that delivery restarts at stream sequence --seq, or at the\n" +
+			"first message stored at or after --time (RFC 3339). The subscription is deleted and created\n" +
+			"again there (deliver policy by_start_sequence or by_start_time), keeping its configuration;\n" +
+			"unacknowledged deliveries are forgotten. A replicated subscription is reset in every region.\n" +
+			"Needs --region when the mesh has several regions.",
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			seqSet, timeSet := cmd.Flags().Changed("seq"), cmd.Flags().Changed("time")
+			if seqSet == timeSet {
+				return errors.New("give one of --seq and --time")
+			}
+			var to admin.ResetTo
+			if seqSet {
+				if seq == 0 {
+					return errors.New("--seq: stream sequences start at 1")
+				}
+				to.Seq = &seq
+			} else {
+				if _, err := time.Parse(time.RFC3339Nano, at); err != nil {
+					return fmt.Errorf("--time %q is not an RFC 3339 time (e.g. 2025-01-02T15:04:05Z)", at)
+				}
+				to.Time = at
+			}
+			return subscriptionWrite(cmd, flags, http.MethodPut, args[0], args[1], admin.SubscriptionRequest{ResetTo: &to})
+		},
+	}
+	reset.Flags().Uint64Var(&seq, "seq", 0, "restart delivery at this stream sequence")
+	reset.Flags().StringVar(&at, "time", "", "restart delivery at the first message stored at or after this time (RFC 3339)")
+	cmd.AddCommand(reset)
 }
 
 // printSubscriptions prints a region's subscriptions of a topic.
