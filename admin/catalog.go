@@ -54,9 +54,8 @@ const (
 	CodeNoTier               Code = "no_tier"
 
 	// Tenants, namespaces, tokens.
-	CodeTenantNotFound    Code = "tenant_not_found"
-	CodeNamespaceNotFound Code = "namespace_not_found"
-	CodeTokenNotFound     Code = "token_not_found"
+	CodeTenantNotFound Code = "tenant_not_found"
+	CodeTokenNotFound  Code = "token_not_found"
 
 	// Bundles and operations.
 	CodeInvalidBundle     Code = "invalid_bundle"
@@ -105,7 +104,6 @@ var catalog = []CodeInfo{
 	{CodeSubscriptionNotFound, http.StatusNotFound, "the topic has no such subscription"},
 	{CodeNoTier, http.StatusConflict, "the region has no tier to offload to"},
 	{CodeTenantNotFound, http.StatusNotFound, "the mesh has no such tenant"},
-	{CodeNamespaceNotFound, http.StatusNotFound, "the tenant has no such namespace"},
 	{CodeTokenNotFound, http.StatusNotFound, "the mesh has no admin token with that id"},
 	{CodeInvalidBundle, http.StatusBadRequest, "a bundle range is not 0xLLLLLLLL_0xHHHHHHHH with low < high"},
 	{CodeBundleNotFound, http.StatusNotFound, "the region has no such bundle"},
