@@ -17,17 +17,13 @@ import (
 	"github.com/stratamesh/strata/internal/meta"
 	"github.com/stratamesh/strata/tenancy"
 	"github.com/stratamesh/strata/tenancy/store"
+	"github.com/stratamesh/strata/topology"
 )
 
 // This file is the region side of the control plane's admin routes:
 // tenants, namespaces and policies, admin tokens (admin.TenancyBackend
 // over the region's configuration store), and the admin API's
 // authenticator.
-
-// EnvSuperuserTokenSHA256 is the environment variable a node reads the
-// superuser token's hash from when the topology's auth section has none
-// (`strata up` sets it for its nodes).
-const EnvSuperuserTokenSHA256 = "STRATA_SUPERUSER_TOKEN_SHA256"
 
 type tenancyAdmin struct{ n *Node }
 
@@ -300,10 +296,10 @@ func (n *Node) authenticator() (admin.Authenticator, error) {
 	}
 	hash := a.SuperuserTokenSHA256
 	if hash == "" {
-		hash = os.Getenv(EnvSuperuserTokenSHA256)
+		hash = os.Getenv(topology.EnvSuperuserTokenSHA256)
 	}
 	if len(hash) != 64 {
-		return nil, fmt.Errorf("auth is enabled but there is no superuser token: set auth.superuser_token_sha256 in the topology or %s (64 hex digits)", EnvSuperuserTokenSHA256)
+		return nil, fmt.Errorf("auth is enabled but there is no superuser token: set auth.superuser_token_sha256 in the topology or %s (64 hex digits)", topology.EnvSuperuserTokenSHA256)
 	}
 	return tokenAuth{superHash: hash, store: n.cp.store}, nil
 }

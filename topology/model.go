@@ -24,6 +24,11 @@ type Mesh struct {
 	Auth *Auth `yaml:"auth"`
 }
 
+// EnvSuperuserTokenSHA256 is the environment variable a node reads the
+// superuser token's hash from when Auth.SuperuserTokenSHA256 is empty
+// (`strata up` sets it for its nodes).
+const EnvSuperuserTokenSHA256 = "STRATA_SUPERUSER_TOKEN_SHA256"
+
 // Auth is the mesh's authorization (ARCHITECTURE §5 "Credentials").
 type Auth struct {
 	// Enabled makes every admin API route (but /healthz, /readyz and

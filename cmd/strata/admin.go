@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -38,15 +39,25 @@ func (f *adminFlags) register(cmd *cobra.Command) {
 	p.StringVar(&f.region, "region", "", "only this region (default: every region)")
 	p.BoolVar(&f.json, "json", false, "print the API's JSON unchanged")
 	p.DurationVar(&f.timeout, "timeout", 5*time.Second, "how long to wait for an answer")
-	p.StringVar(&f.token, "token", "", "admin token sent as 'Authorization: Bearer' when the mesh has auth on (default $"+tokenEnv+")")
+	p.StringVar(&f.token, "token", "", "admin token sent as 'Authorization: Bearer' when the mesh has auth on (default $"+tokenEnv+", else the superuser token 'strata up' keeps in <data-dir>/"+supervisor.SuperuserTokenFile+")")
 }
 
 // client is the admin API client the flags describe: --timeout per
-// request, --token (or $STRATA_ADMIN_TOKEN) as the bearer token.
+// request, --token (or $STRATA_ADMIN_TOKEN, or the superuser token of a
+// local `strata up` with auth on) as the bearer token.
 func (f *adminFlags) client() *admin.Client {
 	token := f.token
 	if token == "" {
 		token = os.Getenv(tokenEnv)
+	}
+	if token == "" {
+		dir := f.dataDir
+		if dir == "" {
+			dir = dataDirOr("", nil)
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, supervisor.SuperuserTokenFile)); err == nil {
+			token = strings.TrimSpace(string(b))
+		}
 	}
 	return &admin.Client{HTTP: &http.Client{Timeout: f.timeout}, Token: token}
 }

@@ -72,6 +72,9 @@ func Run(ctx context.Context, cfg Config) error {
 		r.env = append(r.env, "GOMAXPROCS="+strconv.Itoa(procs))
 		r.logger.Info("node processes share the machine's cores", "nodes", nodes, "cpus", runtime.NumCPU(), "gomaxprocs", procs)
 	}
+	if err := r.superuserToken(); err != nil {
+		return err
+	}
 	started := time.Now()
 	if err := r.startAll(); err != nil {
 		r.stopAll()
