@@ -3,6 +3,7 @@ package topology
 import (
 	"bytes"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -112,5 +113,27 @@ func TestExampleProduction(t *testing.T) {
 	orders, _ := pay.Namespace("orders")
 	if pay.Quotas.Storage != 2*TiB || orders.BacklogQuota == nil || orders.Offload == nil {
 		t.Errorf("payments %+v orders %+v", pay.Quotas, orders)
+	}
+}
+
+// TestTenantsExample: examples/tenants.yaml (the README's apply example)
+// is a valid topology naming the default mesh's regions and its demo
+// tenant as the default mesh has it, so that applying it to a fresh
+// default mesh changes only what it adds.
+func TestTenantsExample(t *testing.T) {
+	m, warns, err := LoadFile("../examples/tenants.yaml")
+	if err != nil {
+		t.Fatalf("examples/tenants.yaml:\n%v", err)
+	}
+	_ = warns // one region with a single default bookie: warnings are expected
+	def := Default()
+	for i, r := range def.Regions {
+		if m.Regions[i].Name != r.Name {
+			t.Fatalf("region %d is %s, the default mesh's is %s", i, m.Regions[i].Name, r.Name)
+		}
+	}
+	want, got := def.TenancyConfig(), m.TenancyConfig()
+	if !reflect.DeepEqual(got.Tenants[0], want.Tenants[0]) || !reflect.DeepEqual(got.Namespaces[:2], want.Namespaces) {
+		t.Fatalf("the demo tenant differs from the default mesh's:\n%+v\n%+v", got.Namespaces[:2], want.Namespaces)
 	}
 }
