@@ -94,12 +94,12 @@ func (c *Client) PatchPolicies(ctx context.Context, base string, n tenancy.NSNam
 // 202 with op, the operation that follows their deletion in that region
 // (GET /admin/v1/operations/{id}); op is nil when the delete is done.
 func (c *Client) DeleteNamespace(ctx context.Context, base string, n tenancy.NSName, force bool) (op *Operation, err error) {
-	var o Operation
-	status, err := c.sendStatus(ctx, http.MethodDelete, base, nsPath(n)+forceQuery(force), nil, &o)
+	var a OperationAnswer
+	status, err := c.sendStatus(ctx, http.MethodDelete, base, nsPath(n)+forceQuery(force), nil, &a)
 	if err != nil || status != http.StatusAccepted {
 		return nil, err
 	}
-	return &o, nil
+	return &a.Operation, nil
 }
 
 // Tokens answers GET /admin/v1/tokens: the admin tokens (never their
