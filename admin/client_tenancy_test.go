@@ -87,7 +87,7 @@ func TestDeleteNamespaceOperation(t *testing.T) {
 			WriteError(w, Errorf(CodeNotFound, "", "unexpected %s %s", r.Method, r.URL))
 			return
 		}
-		WriteJSON(w, http.StatusAccepted, Operation{ID: "op1", Kind: "delete-namespace", State: OperationRunning, Total: 3})
+		WriteJSON(w, http.StatusAccepted, OperationAnswer{Region: "r1", Operation: Operation{ID: "op1", Kind: "delete-namespace", State: OperationRunning, Total: 3}})
 	}))
 	defer srv.Close()
 	op, err := (&Client{}).DeleteNamespace(context.Background(), srv.URL, tenancy.NSName{Tenant: "t1", Namespace: "ns1"}, true)
