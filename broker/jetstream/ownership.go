@@ -206,6 +206,18 @@ func (s *Service) placeOnce() {
 			s.loseBundle(ob, errLeadershipLost)
 		}
 	}
+	// Bundles that no longer exist (their namespace's bundle count
+	// changed, or it was deleted) are handed over to no one: their topics
+	// close, and the owners of the bundles they now belong to open them.
+	exists := make(map[bundle.ID]bool, len(bundles))
+	for _, id := range bundles {
+		exists[id] = true
+	}
+	for _, ob := range owned {
+		if !exists[ob.id] {
+			s.goRun(func() { s.release(ob, "the bundle no longer exists (namespace bundles changed or namespace deleted)") })
+		}
+	}
 	s.voidDeadBrokers(brokers, keys)
 	s.checkForwardedPulls()
 	if draining || leaseErr != nil {
@@ -460,8 +472,10 @@ func (s *Service) topicsOf(id bundle.ID) []*topic {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []*topic
-	for n, t := range s.topics {
-		if s.bundleOf(n) == id {
+	for _, t := range s.topics {
+		// The bundle the topic is served under: after a change of its
+		// namespace's bundle count, no longer the one bundleOf names.
+		if t.own != nil && t.own.id == id {
 			out = append(out, t)
 		}
 	}

@@ -132,6 +132,19 @@ func TestLivePolicies(t *testing.T) {
 	}
 	t.Logf("refused: %v", err)
 
+	// The bundle count changes: the topic moves to its new bundle's owner
+	// and is served on, with its messages.
+	pol.set(r, "demo", "live", &jetstream.Namespace{AutoCreateTopics: true, MaxMsgs: 4, MaxConsumers: 1, Bundles: 1})
+	testutil.Eventually(t, "the topic is served under its namespace's new bundles", 30*time.Second, func() bool {
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		defer pcancel()
+		ack, err := js.Publish(pctx, "demo.live.orders", []byte("after bundles"))
+		return err == nil && ack.Sequence == 11
+	})
+	if in := info("live:orders"); in.State.Msgs != 4 || in.State.LastSeq != 11 {
+		t.Fatalf("after the bundle change: %d msgs, last seq %d", in.State.Msgs, in.State.LastSeq)
+	}
+
 	// The namespace is deleted: its topic goes.
 	pol.set(r, "demo", "live", nil)
 	testutil.Eventually(t, "the topic of a deleted namespace is deleted", 20*time.Second, func() bool {
