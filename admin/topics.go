@@ -46,6 +46,19 @@ type TopicStats struct {
 	// Config is the stream's configuration as the JetStream API gives it
 	// (STREAM.INFO's config), passed through unchanged.
 	Config json.RawMessage `json:"config,omitempty"`
+	// Policy is the owner's last attempt to apply the namespace's
+	// policies: a step that keeps failing (e.g. removing a region's
+	// replicator cursor) shows here until it succeeds.
+	Policy *PolicyStatus `json:"policy,omitempty"`
+}
+
+// PolicyStatus: Error is the step that keeps failing ("" once the
+// policies are applied), Failures the rounds in a row it failed
+// (retried with a backoff from 2 s to 1 min), Since the first.
+type PolicyStatus struct {
+	Error    string    `json:"error,omitempty"`
+	Failures int       `json:"failures,omitempty"`
+	Since    time.Time `json:"since,omitzero"`
 }
 
 // The states of TopicLedger.State.

@@ -47,6 +47,9 @@ func topicStats(st *jetstream.TopicStats) *admin.TopicStats {
 		FirstTime: st.FirstTime, LastTime: st.LastTime, NumSubjects: st.NumSubjects,
 		Offload: offloadStatus(st.Offload),
 	}
+	if p := st.Policy; p != nil {
+		out.Policy = &admin.PolicyStatus{Error: p.Error, Failures: p.Failures, Since: p.Since}
+	}
 	if cfg, err := json.Marshal(st.Config); err == nil {
 		out.Config = cfg
 	}

@@ -50,6 +50,9 @@ type TopicStats struct {
 	// offloads' progress (ARCHITECTURE §6).
 	Offload *mledger.OffloadStatus `json:"offload,omitempty"`
 	Config  jsapi.StreamConfig     `json:"config"`
+	// Policy is the owner's last attempt to apply the namespace's
+	// policies (nil when the owner did not answer).
+	Policy *PolicyStatus `json:"policy,omitempty"`
 }
 
 // SubscriptionStats is one durable cursor of a topic: its mark-delete
@@ -131,9 +134,9 @@ func (s *Service) TopicStats(ctx context.Context, name tenancy.Name) (*TopicStat
 			Replicated: isReplicated(&ci.Config),
 		})
 	}
-	var repl TopicReplication
-	if err := s.request(ctx, replAdminPrefix+name.Tenant+"."+name.Namespace+"."+name.Topic, nil, &repl); err == nil {
-		out.Replication = &repl
+	var own ownerState
+	if err := s.request(ctx, replAdminPrefix+name.Tenant+"."+name.Namespace+"."+name.Topic, nil, &own); err == nil {
+		out.Replication, out.Policy = &own.TopicReplication, &own.Policy
 	}
 	if tm, _, err := mledger.Load(ctx, s.cfg.Store, name); err == nil {
 		out.Ledgers = tm.Ledgers

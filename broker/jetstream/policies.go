@@ -88,10 +88,12 @@ func (s *Service) policyLoop() {
 	tick := time.NewTicker(policyRecheck)
 	defer tick.Stop()
 	for {
+		changed := false
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-s.policyKick:
+			changed = true
 		case <-tick.C:
 		}
 		s.mu.Lock()
@@ -102,7 +104,7 @@ func (s *Service) policyLoop() {
 		s.mu.Unlock()
 		for _, t := range topics {
 			if t.isReady() {
-				t.applyPolicies()
+				t.applyPolicies(changed)
 			}
 		}
 	}
@@ -139,8 +141,9 @@ func (p *policyState) ok() {
 	p.mu.Unlock()
 }
 
-// PolicyError is the error of applying a topic's namespace policies,
-// when a step keeps failing ("" when they are applied).
+// status is the error of applying a topic's namespace policies while a
+// step keeps failing ("" when they are applied), the failures in a row
+// and when the first was.
 func (p *policyState) status() (string, int, time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -154,10 +157,13 @@ func (p *policyState) status() (string, int, time.Time) {
 // its own) — retention, TTL and the dedup window; the offload policy
 // applies from its next check. A namespace that is gone deletes the
 // topic in this region.
-func (t *topic) applyPolicies() {
+//
+// A failing step is retried with a backoff, unless changed (the policies
+// just changed: try at once).
+func (t *topic) applyPolicies(changed bool) {
 	now := t.s.cfg.Now()
 	t.policy.mu.Lock()
-	wait := t.policy.failures > 0 && now.Before(t.policy.next)
+	wait := !changed && t.policy.failures > 0 && now.Before(t.policy.next)
 	t.policy.mu.Unlock()
 	if wait {
 		return

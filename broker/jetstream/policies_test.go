@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/stratamesh/strata/broker/jetstream"
 	"github.com/stratamesh/strata/internal/testutil"
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // livePolicies is a Policies that a test changes while the brokers run
@@ -131,6 +133,24 @@ func TestLivePolicies(t *testing.T) {
 		t.Fatalf("second consumer with max_consumers 1: %v", err)
 	}
 	t.Logf("refused: %v", err)
+
+	// A step that cannot succeed (a retention mode change under an
+	// existing topic) is retried and shown in the topic's stats, not
+	// dropped silently; fixing the policy clears it.
+	pol.set(r, "demo", "live", &jetstream.Namespace{AutoCreateTopics: true, MaxMsgs: 4, MaxConsumers: 1, Retention: "interest"})
+	name := tenancy.Name{Tenant: "demo", Namespace: "live", Topic: "orders"}
+	policyErr := func() string {
+		st, err := r.brokers[0].js.TopicStats(ctx, name)
+		if err != nil || st.Policy == nil {
+			return "?"
+		}
+		return st.Policy.Error
+	}
+	testutil.Eventually(t, "the failing step is in the topic's stats", 20*time.Second, func() bool {
+		return strings.Contains(policyErr(), "retention mode cannot change")
+	})
+	pol.set(r, "demo", "live", &jetstream.Namespace{AutoCreateTopics: true, MaxMsgs: 4, MaxConsumers: 1})
+	testutil.Eventually(t, "the error clears once the policy can apply", 90*time.Second, func() bool { return policyErr() == "" })
 
 	// The bundle count changes: the topic moves to its new bundle's owner
 	// and is served on, with its messages.

@@ -60,6 +60,24 @@ type TopicReplication struct {
 	OriginsLost   uint64             `json:"origins_lost"`
 }
 
+// ownerState is the owner's answer to a replication-state request: the
+// replication state and its last attempt to apply the namespace's
+// policies.
+type ownerState struct {
+	TopicReplication
+	Policy PolicyStatus `json:"policy"`
+}
+
+// PolicyStatus is a topic's last attempt, at its owner, to apply its
+// namespace's policies: Error is the step that keeps failing ("" once
+// they are applied), Failures how many rounds in a row it failed
+// (retried with a backoff doubling from 2 s to 1 min), Since the first.
+type PolicyStatus struct {
+	Error    string    `json:"error,omitempty"`
+	Failures int       `json:"failures,omitempty"`
+	Since    time.Time `json:"since,omitzero"`
+}
+
 // stats is the cursor's state now: the lag in messages from the
 // managed ledger's last origin sequence read now, the rest from the
 // sender's last status (at most a second old).
@@ -195,7 +213,9 @@ func (s *Service) dispatchReplAdmin(m message) {
 		return
 	}
 	s.toOwner(n, m, func(t *topic) {
-		b, _ := json.Marshal(t.replication())
+		st := ownerState{TopicReplication: t.replication()}
+		st.Policy.Error, st.Policy.Failures, st.Policy.Since = t.policy.status()
+		b, _ := json.Marshal(st)
 		t.s.respond(m.reply, b)
 	})
 }
