@@ -53,6 +53,8 @@ func (a tenancyAdmin) storeError(err error, n tenancy.NSName) error {
 		return admin.Errorf(admin.CodeTenantNotFound, "t", "the mesh has no tenant %s", n.Tenant)
 	case errors.Is(err, tenancy.ErrNotEmpty):
 		return admin.Errorf(admin.CodeNotEmpty, "", "%v: delete with ?force=true", err)
+	case errors.Is(err, meta.ErrConflict):
+		return admin.Errorf(admin.CodeConflict, "", "%s was changed by other writers all along: try again (%v)", n, err)
 	case errors.Is(err, meta.ErrClosed), errors.Is(err, context.DeadlineExceeded):
 		return a.n.metadataError(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,8 +48,8 @@ func (n *Node) openControlPlane(ctx context.Context, seed bool) (*controlPlane, 
 		return nil, fmt.Errorf("seed the region's configuration from the topology: %w", err)
 	}
 	c.view.rebuild(st)
-	st.OnChange(func([]tenancy.Record) {
-		c.view.rebuild(st)
+	st.OnChange(func(changed []tenancy.Record) {
+		c.view.update(st, changed)
 		if js := n.js; js != nil {
 			js.PoliciesChanged()
 		}
@@ -144,8 +145,9 @@ func (c *controlPlane) close() {
 }
 
 // policyView is the namespaces' policies decoded for the JetStream layer
-// (jetstream.Policies), rebuilt whenever a record changes; reads never
-// lock.
+// (jetstream.Policies), updated whenever a record changes (only what
+// changed is decoded again: a bulk creation of N namespaces costs O(N)
+// decodes, not O(N²)); reads never lock.
 type policyView struct {
 	cur atomic.Pointer[policySnapshot]
 }
@@ -156,7 +158,10 @@ type policySnapshot struct {
 	list    [][2]string
 }
 
-func (v *policyView) rebuild(st *store.Store) {
+// stateViewer is what the view reads: the store's cached State.
+type stateViewer interface{ View(func(*tenancy.State)) }
+
+func (v *policyView) rebuild(st stateViewer) {
 	snap := &policySnapshot{tenants: map[string]bool{}, nss: map[[2]string]jetstream.Namespace{}}
 	st.View(func(s *tenancy.State) {
 		for _, t := range s.Tenants() {
@@ -168,6 +173,54 @@ func (v *policyView) rebuild(st *store.Store) {
 			snap.list = append(snap.list, k)
 		}
 	})
+	v.cur.Store(snap)
+}
+
+// update applies changed records to a copy of the current snapshot: a
+// namespace record decodes that namespace again, a tenant record its
+// tenant and every namespace of it (their visibility follows the
+// tenant's).
+func (v *policyView) update(st stateViewer, changed []tenancy.Record) {
+	old := v.cur.Load()
+	if old == nil {
+		v.rebuild(st)
+		return
+	}
+	snap := &policySnapshot{tenants: maps.Clone(old.tenants), nss: maps.Clone(old.nss)}
+	st.View(func(s *tenancy.State) {
+		setNS := func(n tenancy.NSName) {
+			k := [2]string{n.Tenant, n.Namespace}
+			if ns, ok := s.Namespace(n); ok {
+				snap.nss[k] = jsNamespace(ns.Policies)
+			} else {
+				delete(snap.nss, k)
+			}
+		}
+		for _, r := range changed {
+			switch r.Kind {
+			case tenancy.KindTenant:
+				_, live := s.Tenant(r.Key)
+				if live {
+					snap.tenants[r.Key] = true
+				} else {
+					delete(snap.tenants, r.Key)
+				}
+				for _, rec := range s.Records() {
+					if n, err := tenancy.ParseNSName(rec.Key); rec.Kind == tenancy.KindNamespace && err == nil && n.Tenant == r.Key {
+						setNS(n)
+					}
+				}
+			case tenancy.KindNamespace:
+				if n, err := tenancy.ParseNSName(r.Key); err == nil {
+					setNS(n)
+				}
+			}
+		}
+	})
+	snap.list = make([][2]string, 0, len(snap.nss))
+	for k := range snap.nss {
+		snap.list = append(snap.list, k)
+	}
 	v.cur.Store(snap)
 }
 

@@ -38,7 +38,22 @@ func (r Range) Contains(h uint32) bool {
 }
 
 // String is the range as Pulsar names bundles: "0x00000000_0x40000000".
-func (r Range) String() string { return fmt.Sprintf("0x%08x_0x%08x", r.Lo, r.Hi) }
+func (r Range) String() string {
+	b := make([]byte, 0, 21)
+	b = appendHex8(append(b, "0x"...), r.Lo)
+	b = appendHex8(append(b, "_0x"...), r.Hi)
+	return string(b)
+}
+
+// appendHex8 appends v as 8 lower-case hex digits (Sprintf's %08x,
+// without its cost: placement formats every bundle id often).
+func appendHex8(b []byte, v uint32) []byte {
+	const digits = "0123456789abcdef"
+	for shift := 28; shift >= 0; shift -= 4 {
+		b = append(b, digits[(v>>uint(shift))&0xf])
+	}
+	return b
+}
 
 // ParseRange parses a range's String form. Errors name what is wrong.
 func ParseRange(s string) (Range, error) {

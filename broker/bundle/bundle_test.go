@@ -95,3 +95,16 @@ func FuzzParseID(f *testing.F) {
 		}
 	})
 }
+
+// TestRangeStringIsHex: String is "0x%08x_0x%08x" of the bounds, which
+// ParseRange reads back.
+func TestRangeStringIsHex(t *testing.T) {
+	for _, r := range []Range{{0, 0xffffffff}, {0x1, 0x2}, {0xdeadbeef, 0xfeedface}, {0x00ab0000, 0x40000000}} {
+		if got, want := r.String(), fmt.Sprintf("0x%08x_0x%08x", r.Lo, r.Hi); got != want {
+			t.Errorf("String = %s, want %s", got, want)
+		}
+		if back, err := ParseRange(r.String()); err == nil && back != r {
+			t.Errorf("ParseRange(%s) = %v", r, back)
+		}
+	}
+}

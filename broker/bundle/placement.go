@@ -25,6 +25,10 @@ type View struct {
 	// sheds while it owns at least Threshold+1 more bundles than the least
 	// loaded live broker. < 1 is taken as 1.
 	Threshold int
+	// Loads, when set, is Load's answer computed once for a round of
+	// decisions over this View (Acquirer is asked for every unowned
+	// bundle; counting the owners each time made a round O(bundles²)).
+	Loads map[string]int
 }
 
 // Unload is an admin unload of a bundle (strata admin bundles unload).
@@ -35,6 +39,9 @@ type Unload struct {
 // Load returns the number of bundles each live broker owns (zero for
 // those owning none).
 func (v View) Load() map[string]int {
+	if v.Loads != nil {
+		return v.Loads
+	}
 	load := make(map[string]int, len(v.Brokers))
 	for _, b := range v.Brokers {
 		load[b] = 0

@@ -158,6 +158,7 @@ func (s *Service) placeOnce() {
 	bundles := s.allBundles()
 	v, unowned := s.place.view(bundles, now)
 	v.Threshold = s.cfg.LoadThreshold
+	v.Loads = v.Load()
 	me := s.cfg.Name
 	v.Settling = map[bundle.ID]bool{}
 

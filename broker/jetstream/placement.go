@@ -303,8 +303,26 @@ func (s *Service) allBundles() []bundle.ID {
 	for _, n := range s.reg.all() {
 		add(n.Tenant, n.Namespace)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	// Sorted by String, each computed once (not twice per comparison).
+	keys := make([]string, len(out))
+	for i, id := range out {
+		keys[i] = id.String()
+	}
+	sort.Sort(byKey{ids: out, keys: keys})
 	return out
+}
+
+// byKey sorts bundle ids by their precomputed String keys.
+type byKey struct {
+	ids  []bundle.ID
+	keys []string
+}
+
+func (b byKey) Len() int           { return len(b.ids) }
+func (b byKey) Less(i, j int) bool { return b.keys[i] < b.keys[j] }
+func (b byKey) Swap(i, j int) {
+	b.ids[i], b.ids[j] = b.ids[j], b.ids[i]
+	b.keys[i], b.keys[j] = b.keys[j], b.keys[i]
 }
 
 // Errors of Unload.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -235,6 +236,11 @@ func (s *Store) current(ctx context.Context, kind tenancy.Kind, key string) (ten
 	return r, kv.ModRevision, nil
 }
 
+// maxWriteTries bounds a write's compare-and-swap attempts under
+// contention (each after a pause of up to 20 ms): then it fails with
+// meta.ErrConflict.
+const maxWriteTries = 200
+
 // write stores the record mk returns for the current record of
 // kind/key (zero Record when absent), stamped after it, by a
 // compare-and-swap retried on conflict. mk may return an error to
@@ -251,7 +257,15 @@ func (s *Store) write(ctx context.Context, kind tenancy.Kind, key string, mk fun
 		}
 		b, _ := json.Marshal(rec)
 		_, err = s.cfg.Meta.CAS(ctx, recordKey(kind, key), b, rev)
-		if errors.Is(err, meta.ErrConflict) && try < 20 {
+		if errors.Is(err, meta.ErrConflict) && try < maxWriteTries {
+			// Another writer (a broker of this region, or a merge) got
+			// there first: read again after a short, growing, jittered
+			// pause, so that writers racing on one key take turns.
+			select {
+			case <-ctx.Done():
+				return tenancy.Record{}, fmt.Errorf("%w (after %d tries: %w)", err, try+1, ctx.Err())
+			case <-time.After(time.Duration(rand.Int64N(int64(min(try+1, 20)) * int64(time.Millisecond)))):
+			}
 			continue
 		}
 		if err != nil {
