@@ -50,6 +50,7 @@ fuzz:
 	$(GO) test ./admin -run '^$$' -fuzz '^FuzzDecodeRequests$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./admin -run '^$$' -fuzz '^FuzzPathParams$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/bundle -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./tenancy/store -run '^$$' -fuzz '^FuzzDecodeBatch$$' -fuzztime $(FUZZTIME)
 
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 build:

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/stratamesh/strata/replicator/link"
 	"github.com/stratamesh/strata/tenancy"
 	"github.com/stratamesh/strata/tenancy/store"
+	"github.com/stratamesh/strata/topology"
 )
 
 // controlPlane is a broker's share of the control plane (ARCHITECTURE
@@ -77,7 +80,7 @@ func (c *controlPlane) startSync() error {
 	}
 	sy, err := store.StartSync(store.SyncConfig{
 		Store: c.store, Region: c.n.cfg.Region, Logger: c.n.logger,
-		Remotes: c.remotes, Publish: c.publish,
+		Remotes: c.remotes, Publish: c.publish, Key: c.syncKey(),
 		Interval: time.Duration(c.n.region.Replicator.ConfigSyncInterval),
 	})
 	if err != nil {
@@ -85,6 +88,22 @@ func (c *controlPlane) startSync() error {
 	}
 	c.syncer = sy
 	return nil
+}
+
+// syncKey signs the configuration exchanged between regions when admin
+// auth is on: the superuser token's hash, which every node of the mesh
+// has and NATS clients do not (nil with auth off: anyone may change the
+// configuration then anyway).
+func (c *controlPlane) syncKey() []byte {
+	a := c.n.cfg.Mesh.Auth
+	if a == nil || !a.Enabled {
+		return nil
+	}
+	h := a.SuperuserTokenSHA256
+	if h == "" {
+		h = os.Getenv(topology.EnvSuperuserTokenSHA256)
+	}
+	return []byte("strata config sync " + strings.ToLower(h))
 }
 
 // remotes is every other region of the mesh.

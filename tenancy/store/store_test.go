@@ -296,3 +296,25 @@ func FuzzDecodeBatch(f *testing.F) {
 		}
 	})
 }
+
+// TestSignedBatches: with a key, a batch signed with it is taken, one
+// unsigned or signed with another key is refused; without a key,
+// either is taken.
+func TestSignedBatches(t *testing.T) {
+	body := []byte(`{"from":"A","records":[]}`)
+	key, other := []byte("k1"), []byte("k2")
+	if got, err := verify(key, sign(key, body)); err != nil || string(got) != string(body) {
+		t.Fatalf("signed with the key: %q, %v", got, err)
+	}
+	for name, data := range map[string][]byte{"unsigned": body, "other key": sign(other, body),
+		"tampered": append(sign(key, body)[:len(sign(key, body))-2], '}', '}'), "no space": []byte(macPrefix + "00")} {
+		if _, err := verify(key, data); !errors.Is(err, errUnsigned) {
+			t.Errorf("%s: %v, want errUnsigned", name, err)
+		}
+	}
+	for _, data := range [][]byte{body, sign(other, body)} {
+		if got, err := verify(nil, data); err != nil || string(got) != string(body) {
+			t.Errorf("without a key: %q, %v", got, err)
+		}
+	}
+}

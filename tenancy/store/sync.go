@@ -1,7 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -44,6 +48,12 @@ type SyncConfig struct {
 	// brokers). It must not block for long; a failed push is repaired by
 	// the next anti-entropy round. Required.
 	Publish func(region string, data []byte) error
+	// Key, when set, signs every batch (HMAC-SHA256) and refuses batches
+	// not signed with it: with admin auth on, a NATS client that can
+	// publish on Subject must not be able to write configuration (an admin
+	// token, say). Every region must use the same key (region uses the
+	// mesh superuser token's hash, which only the operator configures).
+	Key []byte
 	// Interval is how often the whole State goes to every other region.
 	// Default 3 s: a region back from a partition converges within about
 	// this long.
@@ -156,6 +166,7 @@ func (s *Syncer) pushLoop() {
 // records it holds newer than that batch's.
 func (s *Syncer) push(remote string, recs []tenancy.Record, full bool) bool {
 	for _, data := range encodeBatches(s.cfg.Region, recs, full) {
+		data = sign(s.cfg.Key, data)
 		if err := s.cfg.Publish(remote, data); err != nil {
 			s.cfg.Logger.Debug("configuration push failed", "remote", remote, "err", err)
 			return false
@@ -246,6 +257,11 @@ func (s *Syncer) mergeLoop() {
 }
 
 func (s *Syncer) merge(data []byte) {
+	data, err := verify(s.cfg.Key, data)
+	if err != nil {
+		s.cfg.Logger.Warn("refused a configuration batch", "err", err)
+		return
+	}
 	b, err := DecodeBatch(data)
 	if err != nil {
 		s.cfg.Logger.Warn("refused a configuration batch", "err", err)
@@ -276,4 +292,56 @@ func (s *Syncer) merge(data []byte) {
 	if len(back) > 0 {
 		s.push(b.From, back, false)
 	}
+}
+
+// macPrefix starts a signed batch: "hmac-sha256=<64 hex> " then the
+// batch's JSON.
+const macPrefix = "hmac-sha256="
+
+// sign prefixes data with its HMAC-SHA256 under key (data as is when
+// key is empty).
+func sign(key, data []byte) []byte {
+	if len(key) == 0 {
+		return data
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write(data)
+	out := make([]byte, 0, len(macPrefix)+65+len(data))
+	out = append(out, macPrefix...)
+	out = hex.AppendEncode(out, m.Sum(nil))
+	out = append(out, ' ')
+	return append(out, data...)
+}
+
+// errUnsigned: a batch without a valid signature under the mesh's key.
+var errUnsigned = errors.New("store: configuration batch not signed with the mesh's key")
+
+// verify checks and strips sign's prefix. With an empty key a signed
+// batch is taken as is (its signature unchecked) and an unsigned one
+// too; with a key, only a batch signed with it.
+func verify(key, data []byte) ([]byte, error) {
+	rest, signed := bytes.CutPrefix(data, []byte(macPrefix))
+	if !signed {
+		if len(key) > 0 {
+			return nil, errUnsigned
+		}
+		return data, nil
+	}
+	macHex, body, ok := bytes.Cut(rest, []byte{' '})
+	if !ok {
+		return nil, errUnsigned
+	}
+	if len(key) == 0 {
+		return body, nil
+	}
+	got := make([]byte, hex.DecodedLen(len(macHex)))
+	if _, err := hex.Decode(got, macHex); err != nil {
+		return nil, errUnsigned
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write(body)
+	if !hmac.Equal(got, m.Sum(nil)) {
+		return nil, errUnsigned
+	}
+	return body, nil
 }
