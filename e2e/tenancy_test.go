@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/stratamesh/strata/admin"
+	"github.com/stratamesh/strata/internal/testutil"
 	"github.com/stratamesh/strata/tenancy"
 )
 
@@ -99,16 +100,10 @@ func (c *geoCluster) messages(t *testing.T, region, topic string) int64 {
 	return int64(v.Topic.Messages)
 }
 
+// waitFor is testutil.Eventually, logging how long it took.
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) time.Duration {
 	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > timeout {
-			t.Fatalf("%s: not within %v", what, timeout)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	d := time.Since(start)
+	d := testutil.Eventually(t, what, timeout, cond)
 	t.Logf("%s: %v", what, d.Round(time.Millisecond))
 	return d
 }
@@ -256,7 +251,6 @@ func TestTenancyAcrossRegions(t *testing.T) {
 		p, ok := c.policies(t, "r2", "acme/orders")
 		return ok && p.Retention.Time == 2*tenancy.Hour
 	})
-	time.Sleep(2 * time.Second) // r3 stays frozen over an anti-entropy round
 	freeze(syscall.SIGCONT)
 	waitFor(t, "r3 converges after SIGCONT", 60*time.Second, func() bool {
 		p, ok := c.policies(t, "r3", "acme/orders")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stratamesh/strata/internal/meta/metatest"
+	"github.com/stratamesh/strata/internal/testutil"
 	"github.com/stratamesh/strata/tenancy"
 )
 
@@ -82,37 +83,24 @@ func (m *mesh) setCut(r string, v bool) {
 // them; fails after 10 s.
 func (m *mesh) converged(t *testing.T) []tenancy.Record {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		a := m.stores["A"].Records()
-		same := true
+	var a []tenancy.Record
+	testutil.Eventually(t, "the regions converge", 10*time.Second, func() bool {
+		a = m.stores["A"].Records()
 		for _, r := range regions[1:] {
-			b := m.stores[r].Records()
-			if !slices.EqualFunc(a, b, func(x, y tenancy.Record) bool {
+			if !slices.EqualFunc(a, m.stores[r].Records(), func(x, y tenancy.Record) bool {
 				return x.ID() == y.ID() && x.Stamp == y.Stamp && string(x.Value) == string(y.Value)
 			}) {
-				same = false
+				return false
 			}
 		}
-		if same {
-			return a
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("regions did not converge:\nA %v\nB %v\nC %v", a, m.stores["B"].Records(), m.stores["C"].Records())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return true
+	})
+	return a
 }
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, "the condition", 10*time.Second, cond)
 }
 
 func ns(tenant, name string) tenancy.Namespace {

@@ -22,7 +22,7 @@
 //
 // No I/O, no goroutines, no clocks, no randomness: it imports neither os,
 // net, time, sync, gRPC nor etcd (internal/layering enforces it;
-// TestNoGoroutines that it starts no goroutine). Timeouts are the
+// and its TestCoresArePure that it starts no goroutine). Timeouts are the
 // driver's: a request that times out is reported as failed.
 // Writer and Recovery are not safe for concurrent use: one driver
 // goroutine owns each.
