@@ -184,7 +184,9 @@ func (t *topic) applyPolicies(changed bool) {
 		t.s.cfg.Logger.Warn("applying namespace policies failed", "topic", t.name.String(), "err", err)
 		return
 	}
-	t.policy.ok()
+	if !t.staleCursors.Load() {
+		t.policy.ok()
+	}
 }
 
 // deleteOrphan deletes the topic of a namespace that no longer exists
@@ -232,6 +234,7 @@ func (t *topic) reconcileReplication() {
 	}
 	t.repl = keep
 	t.mu.Unlock()
+	removed = removed || t.staleCursors.Load()
 	for _, r := range added {
 		t.s.cfg.Logger.Info("replicator cursor started: region added to the replication list", "topic", t.name.String(), "remote", r.remote)
 		t.s.goRun(r.run)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -193,6 +194,10 @@ func (t *topic) startReplication(ml *mledger.ML) {
 // topic is served here. A region added back starts over from the
 // beginning of the retained messages.
 func (t *topic) dropStaleCursors() {
+	if !t.dropping.CompareAndSwap(false, true) {
+		return // one at a time
+	}
+	defer t.dropping.Store(false)
 	keep := t.s.remotesOf(t.name)
 	wait := time.Second
 	for try := 0; try < 6; try++ {
@@ -214,7 +219,15 @@ func (t *topic) dropStaleCursors() {
 		}
 		cancel()
 		if err == nil {
+			t.staleCursors.Store(false)
 			return
+		}
+		if try == 5 {
+			// Given up for now: the topic's policy state shows it, and the
+			// next policy round tries again.
+			t.staleCursors.Store(true)
+			t.policy.failed(t.s.cfg.Now(), fmt.Errorf("removing the replicator cursor positions of regions no longer in the replication list: %w", err))
+			break
 		}
 		t.s.cfg.Logger.Warn("removing stale replicator cursors failed", "topic", t.name.String(), "retry_in", wait, "err", err)
 		select {

@@ -40,6 +40,10 @@ type topic struct {
 	tombs     []string      // origin streams deleted elsewhere ("region/incarnation"): their batches are dropped
 	stopped   bool          // lost or shut down (guarded by mu, with ml during opening)
 	policy    policyState   // applying the namespace's policies (policies.go)
+	// staleCursors: removing the positions of regions no longer in the
+	// replication list failed; the next policy round tries again.
+	staleCursors atomic.Bool
+	dropping     atomic.Bool // dropStaleCursors runs
 
 	// subsMu orders the deletion of a consumer against the merging of a
 	// replicated subscription's set shipped by another region, so a set
