@@ -2,11 +2,14 @@ package admin
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -63,9 +66,12 @@ func decode(body io.Reader, v any, emptyOK bool) *Error {
 		return nil
 	}
 	dec := json.NewDecoder(br)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
 		return jsonError(err)
+	}
+	if e := decodeValue(raw, v); e != nil {
+		return e
 	}
 	// Only whitespace may follow the value, up to the end of the body
 	// (still within MaxBodyBytes).
@@ -81,6 +87,102 @@ func decode(body io.Reader, v any, emptyOK bool) *Error {
 		}
 	}
 	return nil
+}
+
+// decodeValue decodes one JSON value into v strictly: no unknown field,
+// and — where v is a struct — its keys spelled exactly as the fields'
+// (encoding/json matches them case-insensitively: "Retention" would set
+// retention) and not null.
+func decodeValue(raw json.RawMessage, v any) *Error {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Struct && string(raw) == "null" {
+		return Errorf(CodeInvalidBody, "", "request body: want a JSON object, not null")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	var generic any
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		return jsonError(err)
+	}
+	return exactKeys(generic, t, "")
+}
+
+// exactKeys checks that every object key in val names a field of t (a
+// struct's json tags, recursively through pointers, slices and maps)
+// exactly.
+func exactKeys(val any, t reflect.Type, path string) *Error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch x := val.(type) {
+	case map[string]any:
+		switch t.Kind() {
+		case reflect.Struct:
+			fields := map[string]reflect.Type{}
+			collectFields(t, fields)
+			for k, sub := range x {
+				ft, ok := fields[k]
+				name := k
+				if path != "" {
+					name = path + "." + k
+				}
+				if !ok {
+					return Errorf(CodeInvalidBody, name, "request body: unknown field %q (field names are lower case, e.g. %q)", name, strings.ToLower(k))
+				}
+				if e := exactKeys(sub, ft, name); e != nil {
+					return e
+				}
+			}
+		case reflect.Map:
+			for k, sub := range x {
+				if e := exactKeys(sub, t.Elem(), path+"."+k); e != nil {
+					return e
+				}
+			}
+		}
+	case []any:
+		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			for i, sub := range x {
+				if e := exactKeys(sub, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); e != nil {
+					return e
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// collectFields maps t's JSON field names to their types (embedded
+// structs' fields included, as encoding/json flattens them).
+func collectFields(t reflect.Type, out map[string]reflect.Type) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" || !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				collectFields(ft, out)
+				continue
+			}
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
 }
 
 // onlySpace reports whether br holds only JSON whitespace until EOF,

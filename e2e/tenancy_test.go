@@ -258,9 +258,26 @@ func TestTenancyAcrossRegions(t *testing.T) {
 		return ok && audit && p.Retention.Time == 2*tenancy.Hour && p.MaxConsumers == agreed
 	})
 
+	// A namespace whose only topics are in another region is not empty
+	// either: r1 asks the other regions before deleting it.
+	c.mustAdmin(t, "r1", http.MethodPut, "/admin/v1/namespaces/acme/onlyr3", tok.Secret, `{"policies": {"replication": ["r3"]}}`, http.StatusCreated)
+	waitFor(t, "a publish in r3 on the namespace replicated to r3 only is stored", 30*time.Second, func() bool {
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		defer pcancel()
+		_, err := js3.Publish(pctx, "acme.onlyr3.precious", []byte("keep me"))
+		return err == nil
+	})
+	code, body := c.adminCall(t, "r1", http.MethodDelete, "/admin/v1/namespaces/acme/onlyr3", tok.Secret, "")
+	if code != http.StatusConflict || !strings.Contains(string(body), "r3: precious") {
+		t.Fatalf("delete in r1 of a namespace whose topic is in r3 only, without force: %d %s", code, body)
+	}
+	if n := c.messages(t, "r3", "acme/onlyr3/precious"); n != 1 {
+		t.Fatalf("r3's topic holds %d messages after the refused delete", n)
+	}
+
 	// A non-empty namespace: refused without force; with force, gone
 	// with its topics in every region.
-	code, body := c.adminCall(t, "r1", http.MethodDelete, "/admin/v1/namespaces/acme/orders", tok.Secret, "")
+	code, body = c.adminCall(t, "r1", http.MethodDelete, "/admin/v1/namespaces/acme/orders", tok.Secret, "")
 	var eb admin.ErrorBody
 	if code != http.StatusConflict || json.Unmarshal(body, &eb) != nil || eb.Error.Code != admin.CodeNotEmpty {
 		t.Fatalf("delete of a non-empty namespace without force: %d %s", code, body)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -107,7 +108,7 @@ func (a tenancyAdmin) PutNamespace(ctx context.Context, n tenancy.NSName, polici
 	p := tenancy.DefaultPolicies(a.regions())
 	if len(policies) > 0 && string(policies) != "null" {
 		var err error
-		if p, err = tenancy.PatchPolicies(p, policies); err != nil {
+		if p, err = tenancy.PatchPolicies(p, policies, p); err != nil {
 			e := a.storeError(err, n)
 			if ae, ok := e.(*admin.Error); ok && ae.Field != "" && !strings.HasPrefix(ae.Field, "policies") {
 				ae.Field = "policies." + ae.Field
@@ -142,17 +143,25 @@ func (a tenancyAdmin) DeleteNamespace(ctx context.Context, n tenancy.NSName, for
 		return nil, a.storeError(tenancy.ErrNotFound, n)
 	}
 	topics := a.n.js.Topics(n.Tenant, n.Namespace)
-	if len(topics) > 0 && !force {
-		names := make([]string, 0, len(topics))
-		for i, t := range topics {
-			if i == 5 {
-				names = append(names, fmt.Sprintf("and %d more", len(topics)-5))
-				break
-			}
-			names = append(names, t.Topic)
+	if !force {
+		// Every region's topics count, not only this one's: a namespace
+		// replicated elsewhere only has its topics there.
+		held := map[string][]string{}
+		for _, t := range topics {
+			held[a.n.cfg.Region] = append(held[a.n.cfg.Region], t.Topic)
 		}
-		return nil, admin.Errorf(admin.CodeNotEmpty, "", "namespace %s holds %d topic(s) in region %s (%s): delete with ?force=true to delete them too",
-			n, len(topics), a.n.cfg.Region, strings.Join(names, ", "))
+		remote, err := a.n.cp.remoteTopics(ctx, n, 3*time.Second)
+		if err != nil {
+			return nil, admin.Errorf(admin.CodeConflict, "", "cannot tell whether namespace %s holds topics: %v; delete with ?force=true to delete it (and any topics) anyway", n, err)
+		}
+		for r, ts := range remote {
+			if len(ts) > 0 {
+				held[r] = ts
+			}
+		}
+		if len(held) > 0 {
+			return nil, admin.Errorf(admin.CodeNotEmpty, "", "namespace %s holds topics (%s): delete with ?force=true to delete them too", n, describeHeld(held))
+		}
 	}
 	if err := a.st().DeleteNamespace(ctx, n); err != nil {
 		return nil, a.storeError(err, n)
@@ -167,6 +176,24 @@ func (a tenancyAdmin) DeleteNamespace(ctx context.Context, n tenancy.NSName, for
 	}
 	a.n.goLoop(func() { a.followNamespaceDelete(op, n) })
 	return &op, nil
+}
+
+// describeHeld is "r1: a, b; r2: c and 4 more" of topics by region.
+func describeHeld(held map[string][]string) string {
+	regions := make([]string, 0, len(held))
+	for r := range held {
+		regions = append(regions, r)
+	}
+	sort.Strings(regions)
+	parts := make([]string, len(regions))
+	for i, r := range regions {
+		ts := held[r]
+		if len(ts) > 5 {
+			ts = append(ts[:5:5], fmt.Sprintf("and %d more", len(held[r])-5))
+		}
+		parts[i] = r + ": " + strings.Join(ts, ", ")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // namespaceDeleteTimeout bounds how long a namespace deletion's
@@ -285,6 +312,13 @@ func (t tokenAuth) Authenticate(_ context.Context, secret string) (admin.Princip
 	tok, ok := t.store.Token(rest[:tokenIDLen])
 	if !ok || !tok.Matches(secret) {
 		return admin.Principal{}, errBadToken
+	}
+	if tok.Tenant != "" {
+		// A tenant's token is void once its tenant is gone (its deletion
+		// also revokes it; this covers a token made concurrently).
+		if _, live := t.store.Tenant(tok.Tenant); !live {
+			return admin.Principal{}, errBadToken
+		}
 	}
 	return admin.Principal{Superuser: tok.Tenant == "", Tenant: tok.Tenant}, nil
 }

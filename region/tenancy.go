@@ -3,6 +3,7 @@ package region
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -72,7 +73,12 @@ func (c *controlPlane) startSync() error {
 	if err != nil {
 		return err
 	}
-	c.unsub = unsub
+	unsubTopics, err := c.n.broker.SubscribeInternal(topicsSubject, c.answerTopics)
+	if err != nil {
+		unsub()
+		return err
+	}
+	c.unsub = func() { unsub(); unsubTopics() }
 	for _, r := range c.remotes() {
 		if _, err := c.linkTo(r); err != nil { // dial every region now, not on the first push
 			return err
@@ -104,6 +110,76 @@ func (c *controlPlane) syncKey() []byte {
 		h = os.Getenv(topology.EnvSuperuserTokenSHA256)
 	}
 	return []byte("strata config sync " + strings.ToLower(h))
+}
+
+// topicsSubject asks a region's brokers which topics of a namespace the
+// region holds (before a namespace is deleted without force): a sealed
+// "tenant/namespace", answered with a sealed topicsAnswer.
+const topicsSubject = "$STRATA.CONFIG.TOPICS"
+
+// topicsAnswer is a region's answer on topicsSubject.
+type topicsAnswer struct {
+	Region string   `json:"region"`
+	Topics []string `json:"topics"`
+}
+
+// answerTopics answers a topics query (an internal subscription's
+// handler: it must not block; the broker's registry is in memory).
+func (c *controlPlane) answerTopics(_, reply, _, payload []byte) {
+	if len(reply) == 0 || c.n.js == nil {
+		return
+	}
+	body, err := store.Unseal(c.syncKey(), payload)
+	if err != nil {
+		return
+	}
+	n, err := tenancy.ParseNSName(string(body))
+	if err != nil {
+		return
+	}
+	a := topicsAnswer{Region: c.n.cfg.Region, Topics: []string{}}
+	for _, t := range c.n.js.Topics(n.Tenant, n.Namespace) {
+		a.Topics = append(a.Topics, t.Topic)
+	}
+	b, _ := json.Marshal(a)
+	c.n.broker.PublishInternal(bytes.Clone(reply), nil, nil, store.Seal(c.syncKey(), b))
+}
+
+// remoteTopics asks every other region which topics of namespace n it
+// holds. Errors name the regions that did not answer within timeout.
+func (c *controlPlane) remoteTopics(ctx context.Context, n tenancy.NSName, timeout time.Duration) (map[string][]string, error) {
+	out := map[string][]string{}
+	var missing []string
+	for _, r := range c.remotes() {
+		l, err := c.linkTo(r)
+		if err != nil {
+			missing = append(missing, r)
+			continue
+		}
+		prefix, answers, unregister := l.Register()
+		got := false
+		if err := l.Publish(topicsSubject, prefix+"1", store.Seal(c.syncKey(), []byte(n.String()))); err == nil {
+			wait := time.NewTimer(timeout)
+			select {
+			case b := <-answers:
+				var a topicsAnswer
+				if body, err := store.Unseal(c.syncKey(), b); err == nil && json.Unmarshal(body, &a) == nil {
+					out[r], got = a.Topics, true
+				}
+			case <-wait.C:
+			case <-ctx.Done():
+			}
+			wait.Stop()
+		}
+		unregister()
+		if !got {
+			missing = append(missing, r)
+		}
+	}
+	if len(missing) > 0 {
+		return out, fmt.Errorf("region(s) %s did not answer", strings.Join(missing, ", "))
+	}
+	return out, nil
 }
 
 // remotes is every other region of the mesh.

@@ -190,7 +190,7 @@ func TestMergeScripts(t *testing.T) {
 					ns = Namespace{Tenant: n.Tenant, Name: n.Namespace, Policies: DefaultPolicies([]string{"A", "B", "C"})}
 				}
 				if d.Input != "" {
-					p, err := PatchPolicies(ns.Policies, []byte(d.Input))
+					p, err := PatchPolicies(ns.Policies, []byte(d.Input), DefaultPolicies([]string{"A", "B", "C"}))
 					if err != nil {
 						return "error: " + err.Error() + "\n"
 					}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"unicode/utf8"
 )
 
 // Tenant owns namespaces, admins and mesh-wide quotas (ARCHITECTURE §5).
@@ -139,15 +141,40 @@ func fieldErr(field, format string, args ...any) error {
 	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
+// Limits of names (a tenant or namespace name is a token of a NATS
+// subject, and every stored message's subject starts with both) and of a
+// tenant's admins.
+const (
+	MaxNameLen      = 64
+	MaxAdmins       = 100
+	MaxAdminNameLen = 128
+)
+
+func checkName(field, what, name string) error {
+	switch {
+	case !ValidToken(name):
+		return fieldErr(field, "%q is not a valid %s name: want [A-Za-z0-9_-]+", name, what)
+	case len(name) > MaxNameLen:
+		return fieldErr(field, "a %s name is at most %d characters, not %d", what, MaxNameLen, len(name))
+	}
+	return nil
+}
+
 // Validate checks t; errors are FieldErrors joined (errors.Join).
 func (t *Tenant) Validate() error {
 	var errs []error
-	if !ValidToken(t.Name) {
-		errs = append(errs, fieldErr("name", "%q is not a valid tenant name: want [A-Za-z0-9_-]+", t.Name))
+	if err := checkName("name", "tenant", t.Name); err != nil {
+		errs = append(errs, err)
+	}
+	if len(t.Admins) > MaxAdmins {
+		errs = append(errs, fieldErr("admins", "at most %d admins, not %d", MaxAdmins, len(t.Admins)))
 	}
 	for i, a := range t.Admins {
-		if a == "" {
-			errs = append(errs, fieldErr(fmt.Sprintf("admins[%d]", i), "empty admin name"))
+		if i >= MaxAdmins {
+			break
+		}
+		if a == "" || len(a) > MaxAdminNameLen || strings.IndexFunc(a, func(r rune) bool { return r <= ' ' || r == 0x7f || r == utf8.RuneError }) >= 0 {
+			errs = append(errs, fieldErr(fmt.Sprintf("admins[%d]", i), "an admin name is 1 to %d printable characters without spaces", MaxAdminNameLen))
 		}
 	}
 	q := t.Quotas
@@ -167,11 +194,11 @@ func (t *Tenant) Validate() error {
 // joined.
 func (n *Namespace) Validate(regions []string) error {
 	var errs []error
-	if !ValidToken(n.Tenant) {
-		errs = append(errs, fieldErr("tenant", "%q is not a valid tenant name: want [A-Za-z0-9_-]+", n.Tenant))
+	if err := checkName("tenant", "tenant", n.Tenant); err != nil {
+		errs = append(errs, err)
 	}
-	if !ValidToken(n.Name) {
-		errs = append(errs, fieldErr("name", "%q is not a valid namespace name: want [A-Za-z0-9_-]+", n.Name))
+	if err := checkName("name", "namespace", n.Name); err != nil {
+		errs = append(errs, err)
 	}
 	if err := n.Policies.Validate(regions); err != nil {
 		errs = append(errs, err)

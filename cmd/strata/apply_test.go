@@ -109,7 +109,7 @@ func (m *memTenancy) PutNamespace(_ context.Context, n tenancy.NSName, policies 
 	p := tenancy.DefaultPolicies(memRegions)
 	if len(policies) > 0 && string(policies) != "null" {
 		var err error
-		if p, err = tenancy.PatchPolicies(p, policies); err != nil {
+		if p, err = tenancy.PatchPolicies(p, policies, p); err != nil {
 			return admin.Namespace{}, false, admin.Errorf(admin.CodeInvalidBody, "policies", "%v", err)
 		}
 	}
@@ -129,7 +129,7 @@ func (m *memTenancy) PatchPolicies(_ context.Context, n tenancy.NSName, patch js
 	if !ok {
 		return admin.Policies{}, admin.Errorf(admin.CodeNamespaceNotFound, "ns", "tenant %s has no namespace %s", n.Tenant, n.Namespace)
 	}
-	p, err := tenancy.PatchPolicies(ns.Policies, patch)
+	p, err := tenancy.PatchPolicies(ns.Policies, patch, tenancy.DefaultPolicies(memRegions))
 	if err != nil {
 		return admin.Policies{}, admin.Errorf(admin.CodeInvalidBody, "", "%v", err)
 	}

@@ -337,9 +337,9 @@ func (s *Store) PutTenant(ctx context.Context, t tenancy.Tenant) (created bool, 
 	return created, err
 }
 
-// DeleteTenant tombstones tenant name. Without force a tenant with
-// namespaces is refused (tenancy.ErrNotEmpty); with force its namespaces
-// are tombstoned first. tenancy.ErrNotFound when it does not exist.
+// DeleteTenant tombstones tenant name and revokes its admin tokens.
+// Without force a tenant with namespaces is refused
+// (tenancy.ErrNotEmpty); with force its namespaces are tombstoned first. tenancy.ErrNotFound when it does not exist.
 func (s *Store) DeleteTenant(ctx context.Context, name string, force bool) error {
 	if _, ok := s.Tenant(name); !ok {
 		return fmt.Errorf("tenant %s: %w", name, tenancy.ErrNotFound)
@@ -355,6 +355,15 @@ func (s *Store) DeleteTenant(ctx context.Context, name string, force bool) error
 	for _, ns := range nss {
 		if err := s.DeleteNamespace(ctx, ns.NS()); err != nil && !errors.Is(err, tenancy.ErrNotFound) {
 			return err
+		}
+	}
+	// Its admin tokens go with it: a tenant created again under the name
+	// must not inherit them.
+	for _, t := range s.Tokens() {
+		if t.Tenant == name {
+			if err := s.RevokeToken(ctx, t.ID); err != nil && !errors.Is(err, tenancy.ErrNotFound) {
+				return err
+			}
 		}
 	}
 	return s.tombstone(ctx, tenancy.KindTenant, name)
@@ -400,7 +409,7 @@ func (s *Store) PatchPolicies(ctx context.Context, n tenancy.NSName, patch []byt
 		if err := json.Unmarshal(cur.Value, &ns); err != nil {
 			return tenancy.Record{}, err
 		}
-		p, err := tenancy.PatchPolicies(ns.Policies, patch)
+		p, err := tenancy.PatchPolicies(ns.Policies, patch, tenancy.DefaultPolicies(regions))
 		if err != nil {
 			return tenancy.Record{}, err
 		}

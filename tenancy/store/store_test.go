@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -167,8 +168,15 @@ func TestStoreReplicatesAcrossRegions(t *testing.T) {
 	if err := m.stores["B"].DeleteTenant(ctx, "pay", false); !errors.Is(err, tenancy.ErrNotEmpty) {
 		t.Fatalf("delete of a tenant with namespaces: %v", err)
 	}
+	if err := m.stores["A"].PutToken(ctx, tenancy.Token{ID: "tok1", Tenant: "pay", Hash: tenancy.HashSecret("s")}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { _, ok := m.stores["B"].Token("tok1"); return ok })
 	if err := m.stores["B"].DeleteTenant(ctx, "pay", true); err != nil {
 		t.Fatal(err)
+	}
+	if _, ok := m.stores["B"].Token("tok1"); ok {
+		t.Fatal("the deleted tenant's token is still there")
 	}
 	recs := m.converged(t)
 	for _, r := range recs {
@@ -285,24 +293,32 @@ func FuzzDecodeBatch(f *testing.F) {
 	})
 }
 
-// TestSignedBatches: with a key, a batch signed with it is taken, one
-// unsigned or signed with another key is refused; without a key,
-// either is taken.
-func TestSignedBatches(t *testing.T) {
-	body := []byte(`{"from":"A","records":[]}`)
+// TestSealedBatches: with a key, a batch sealed with it opens, one
+// unsealed, sealed with another key or tampered with is refused; a sealed
+// batch's bytes do not show its records; without a key only unsealed
+// batches are taken.
+func TestSealedBatches(t *testing.T) {
+	body := []byte(`{"from":"A","records":[{"kind":"token","key":"abc"}]}`)
 	key, other := []byte("k1"), []byte("k2")
-	if got, err := verify(key, sign(key, body)); err != nil || string(got) != string(body) {
-		t.Fatalf("signed with the key: %q, %v", got, err)
+	sealed := Seal(key, body)
+	if bytes.Contains(sealed, []byte("token")) {
+		t.Fatal("the sealed batch shows its records")
 	}
-	for name, data := range map[string][]byte{"unsigned": body, "other key": sign(other, body),
-		"tampered": append(sign(key, body)[:len(sign(key, body))-2], '}', '}'), "no space": []byte(macPrefix + "00")} {
-		if _, err := verify(key, data); !errors.Is(err, errUnsigned) {
-			t.Errorf("%s: %v, want errUnsigned", name, err)
+	if got, err := Unseal(key, sealed); err != nil || string(got) != string(body) {
+		t.Fatalf("sealed with the key: %q, %v", got, err)
+	}
+	tampered := bytes.Clone(sealed)
+	tampered[len(tampered)-1] ^= 1
+	for name, data := range map[string][]byte{"unsealed": body, "other key": Seal(other, body), "tampered": tampered,
+		"short": []byte(sealMagic + "x")} {
+		if _, err := Unseal(key, data); !errors.Is(err, errUnsealed) {
+			t.Errorf("%s: %v, want errUnsealed", name, err)
 		}
 	}
-	for _, data := range [][]byte{body, sign(other, body)} {
-		if got, err := verify(nil, data); err != nil || string(got) != string(body) {
-			t.Errorf("without a key: %q, %v", got, err)
-		}
+	if got, err := Unseal(nil, body); err != nil || string(got) != string(body) {
+		t.Errorf("without a key: %q, %v", got, err)
+	}
+	if _, err := Unseal(nil, sealed); err == nil {
+		t.Error("without a key, a sealed batch was taken")
 	}
 }

@@ -3,9 +3,10 @@ package store
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -48,11 +49,13 @@ type SyncConfig struct {
 	// brokers). It must not block for long; a failed push is repaired by
 	// the next anti-entropy round. Required.
 	Publish func(region string, data []byte) error
-	// Key, when set, signs every batch (HMAC-SHA256) and refuses batches
-	// not signed with it: with admin auth on, a NATS client that can
-	// publish on Subject must not be able to write configuration (an admin
-	// token, say). Every region must use the same key (region uses the
-	// mesh superuser token's hash, which only the operator configures).
+	// Key, when set, seals every batch (AES-256-GCM: encrypted and
+	// authenticated) and refuses batches not sealed with it: with admin
+	// auth on, a NATS client that can publish or subscribe on Subject must
+	// not be able to write configuration (an admin token, say) or read it
+	// (token hashes, other tenants'). Every region must use the same key
+	// (region uses the mesh superuser token's hash, which only the
+	// operator configures).
 	Key []byte
 	// Interval is how often the whole State goes to every other region.
 	// Default 3 s: a region back from a partition converges within about
@@ -70,6 +73,10 @@ type Syncer struct {
 	pending map[string]tenancy.Record // changed records not yet pushed
 	kick    chan struct{}
 	inbox   chan []byte
+	// refusedN counts refused batches since refusedAt, when one was last
+	// logged.
+	refusedN  int
+	refusedAt time.Time
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -166,7 +173,7 @@ func (s *Syncer) pushLoop() {
 // records it holds newer than that batch's.
 func (s *Syncer) push(remote string, recs []tenancy.Record, full bool) bool {
 	for _, data := range encodeBatches(s.cfg.Region, recs, full) {
-		data = sign(s.cfg.Key, data)
+		data = Seal(s.cfg.Key, data)
 		if err := s.cfg.Publish(remote, data); err != nil {
 			s.cfg.Logger.Debug("configuration push failed", "remote", remote, "err", err)
 			return false
@@ -244,6 +251,25 @@ func DecodeBatch(data []byte) (Batch, error) {
 	return b, nil
 }
 
+// refused logs a refused batch: the first at once, then at most one line
+// every refusedLogEvery with the count (anyone who can publish on
+// Subject could otherwise fill the log).
+func (s *Syncer) refused(err error) {
+	s.mu.Lock()
+	s.refusedN++
+	now := time.Now()
+	if now.Sub(s.refusedAt) < refusedLogEvery {
+		s.mu.Unlock()
+		return
+	}
+	n := s.refusedN
+	s.refusedN, s.refusedAt = 0, now
+	s.mu.Unlock()
+	s.cfg.Logger.Warn("refused configuration batches", "count", n, "last_err", err)
+}
+
+const refusedLogEvery = 10 * time.Second
+
 func (s *Syncer) mergeLoop() {
 	defer s.wg.Done()
 	for {
@@ -257,14 +283,14 @@ func (s *Syncer) mergeLoop() {
 }
 
 func (s *Syncer) merge(data []byte) {
-	data, err := verify(s.cfg.Key, data)
+	data, err := Unseal(s.cfg.Key, data)
 	if err != nil {
-		s.cfg.Logger.Warn("refused a configuration batch", "err", err)
+		s.refused(err)
 		return
 	}
 	b, err := DecodeBatch(data)
 	if err != nil {
-		s.cfg.Logger.Warn("refused a configuration batch", "err", err)
+		s.refused(err)
 		return
 	}
 	if b.From == s.cfg.Region {
@@ -294,54 +320,58 @@ func (s *Syncer) merge(data []byte) {
 	}
 }
 
-// macPrefix starts a signed batch: "hmac-sha256=<64 hex> " then the
-// batch's JSON.
-const macPrefix = "hmac-sha256="
+// sealMagic starts a sealed message: "strata-sealed-1 " then the
+// 12-byte nonce and the AES-256-GCM ciphertext (with its tag) of the
+// message.
+const sealMagic = "strata-sealed-1 "
 
-// sign prefixes data with its HMAC-SHA256 under key (data as is when
-// key is empty).
-func sign(key, data []byte) []byte {
+// sealKey derives the AES-256 key of a mesh key.
+func sealKey(key []byte) []byte {
+	sum := sha256.Sum256(append([]byte("strata config sync v1\x00"), key...))
+	return sum[:]
+}
+
+// Seal encrypts and authenticates data under key (AES-256-GCM, the
+// standard library's), so that only holders of the mesh's key can read
+// or forge it; data as is when key is empty (auth off).
+func Seal(key, data []byte) []byte {
 	if len(key) == 0 {
 		return data
 	}
-	m := hmac.New(sha256.New, key)
-	m.Write(data)
-	out := make([]byte, 0, len(macPrefix)+65+len(data))
-	out = append(out, macPrefix...)
-	out = hex.AppendEncode(out, m.Sum(nil))
-	out = append(out, ' ')
-	return append(out, data...)
+	block, _ := aes.NewCipher(sealKey(key))
+	aead, _ := cipher.NewGCM(block)
+	out := make([]byte, 0, len(sealMagic)+aead.NonceSize()+len(data)+aead.Overhead())
+	out = append(out, sealMagic...)
+	nonce := make([]byte, aead.NonceSize())
+	_, _ = rand.Read(nonce)
+	out = append(out, nonce...)
+	return aead.Seal(out, nonce, data, []byte(sealMagic))
 }
 
-// errUnsigned: a batch without a valid signature under the mesh's key.
-var errUnsigned = errors.New("store: configuration batch not signed with the mesh's key")
+// errUnsealed: a message not sealed with the mesh's key.
+var errUnsealed = errors.New("store: message not sealed with the mesh's key")
 
-// verify checks and strips sign's prefix. With an empty key a signed
-// batch is taken as is (its signature unchecked) and an unsigned one
-// too; with a key, only a batch signed with it.
-func verify(key, data []byte) ([]byte, error) {
-	rest, signed := bytes.CutPrefix(data, []byte(macPrefix))
-	if !signed {
-		if len(key) > 0 {
-			return nil, errUnsigned
+// Unseal is Seal's inverse: with a key, only a message sealed with it
+// opens; without one, only an unsealed message is taken.
+func Unseal(key, data []byte) ([]byte, error) {
+	rest, sealed := bytes.CutPrefix(data, []byte(sealMagic))
+	if len(key) == 0 {
+		if sealed {
+			return nil, errors.New("store: a sealed message, and this region has no key (auth off here, on elsewhere?)")
 		}
 		return data, nil
 	}
-	macHex, body, ok := bytes.Cut(rest, []byte{' '})
-	if !ok {
-		return nil, errUnsigned
+	if !sealed {
+		return nil, errUnsealed
 	}
-	if len(key) == 0 {
-		return body, nil
+	block, _ := aes.NewCipher(sealKey(key))
+	aead, _ := cipher.NewGCM(block)
+	if len(rest) < aead.NonceSize() {
+		return nil, errUnsealed
 	}
-	got := make([]byte, hex.DecodedLen(len(macHex)))
-	if _, err := hex.Decode(got, macHex); err != nil {
-		return nil, errUnsigned
+	out, err := aead.Open(nil, rest[:aead.NonceSize()], rest[aead.NonceSize():], []byte(sealMagic))
+	if err != nil {
+		return nil, errUnsealed
 	}
-	m := hmac.New(sha256.New, key)
-	m.Write(body)
-	if !hmac.Equal(got, m.Sum(nil)) {
-		return nil, errUnsigned
-	}
-	return body, nil
+	return out, nil
 }
