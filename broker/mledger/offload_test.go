@@ -259,16 +259,28 @@ func TestOffloadThenReadFromTier(t *testing.T) {
 	if st.OffloadedLedgers < 9 || st.OffloadedBytes == 0 || st.Running != nil || st.LastError != "" {
 		t.Fatalf("status %+v", st)
 	}
-	tm, _, err := Load(testCtx(t), e.st, testTopic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The last ledger may close (a rollover at its 100th entry) after the
+	// status above: wait until every closed ledger's offload is recorded.
+	var tm TopicMeta
+	testutil.Eventually(t, "every closed ledger's offload recorded", 60*time.Second, func() bool {
+		m, _, err := Load(testCtx(t), e.st, testTopic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm = m
+		for _, l := range m.Ledgers {
+			if l.State == LedgerClosed && (l.Offload == nil || !l.Offload.BookieDeleted) {
+				return false
+			}
+		}
+		return true
+	})
 	onBookies := e.ledgersOf(testTopic)
 	for _, l := range tm.Ledgers {
 		if l.State != LedgerClosed {
 			continue
 		}
-		if l.Offload == nil || !l.Offload.BookieDeleted || !strings.HasPrefix(l.Offload.Base, "us-east/acme/prod/orders/"+fmt.Sprint(l.ID)+"-") {
+		if !strings.HasPrefix(l.Offload.Base, "us-east/acme/prod/orders/"+fmt.Sprint(l.ID)+"-") {
 			t.Fatalf("ledger %d recorded as %+v", l.ID, l.Offload)
 		}
 		if slices.Contains(onBookies, l.ID) {
