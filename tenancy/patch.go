@@ -18,11 +18,11 @@ import (
 // topology's "unlimited") is 0. The result is not validated. Errors
 // name the field (a json.UnmarshalTypeError's Field, or "unknown field").
 func PatchPolicies(p Policies, patch []byte, defaults Policies) (Policies, error) {
-	cur, err := toDoc(p)
+	cur, err := policyDoc(p)
 	if err != nil {
 		return Policies{}, err
 	}
-	def, err := toDoc(defaults)
+	def, err := policyDoc(defaults)
 	if err != nil {
 		return Policies{}, err
 	}
@@ -55,7 +55,7 @@ func PatchPolicies(p Policies, patch []byte, defaults Policies) (Policies, error
 	return out, nil
 }
 
-func toDoc(p Policies) (any, error) {
+func policyDoc(p Policies) (any, error) {
 	b, err := json.Marshal(p)
 	if err != nil {
 		return nil, err
