@@ -19,7 +19,8 @@ const (
 )
 
 // Record is one replicated configuration object: a tenant, a namespace
-// with its policies, or an admin token. Every region holds a copy of
+// with its policies, an admin token, or a tenant's NATS account, user or
+// revocation (account.go). Every region holds a copy of
 // every record; copies merge by last-writer-wins on Stamp, and a delete
 // is a record too (a tombstone, Deleted with no Value) so that a region
 // which missed it cannot bring the object back.
@@ -81,6 +82,8 @@ func (r Record) Check() error {
 				return fmt.Errorf("tenancy: record %s: bad token value", r.ID())
 			}
 		}
+	case KindAccount, KindUser, KindRevocation:
+		return checkCreds(r)
 	default:
 		return fmt.Errorf("tenancy: record %s: unknown kind %q", r.ID(), r.Kind)
 	}
@@ -225,7 +228,8 @@ var (
 	ErrNotEmpty = errors.New("tenancy: not empty")
 )
 
-// NewRecord makes the live record of v (a Tenant, Namespace or Token)
+// NewRecord makes the live record of v (a Tenant, Namespace, Token,
+// Account, User or Revocation)
 // stamped st.
 func NewRecord(v any, st HLC) (Record, error) {
 	var r Record
@@ -236,6 +240,12 @@ func NewRecord(v any, st HLC) (Record, error) {
 		r = Record{Kind: KindNamespace, Key: x.NS().String()}
 	case Token:
 		r = Record{Kind: KindToken, Key: x.ID}
+	case Account:
+		r = Record{Kind: KindAccount, Key: x.Tenant}
+	case User:
+		r = Record{Kind: KindUser, Key: x.Key()}
+	case Revocation:
+		r = Record{Kind: KindRevocation, Key: x.Key()}
 	default:
 		return Record{}, fmt.Errorf("tenancy: no record kind for %T", v)
 	}

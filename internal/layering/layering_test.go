@@ -102,6 +102,12 @@ var rules = []rule{
 		not:  []string{"net/...", "os/...", "time/...", "./..."},
 	},
 	{
+		name: "tenancy/creds signs credentials and does no I/O: no net, os or etcd; of the module, tenancy only",
+		pkgs: []string{"./tenancy/creds"},
+		not:  []string{"net/...", "os/...", "go.etcd.io/..."},
+		only: []string{"./tenancy"},
+	},
+	{
 		name: "the ledger core does no I/O and keeps no time",
 		pkgs: []string{"./bookie/ledger/core"},
 		not:  slices.Concat(noIO, []string{"time/..."}),
