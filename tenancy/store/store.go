@@ -337,7 +337,8 @@ func (s *Store) PutTenant(ctx context.Context, t tenancy.Tenant) (created bool, 
 	return created, err
 }
 
-// DeleteTenant tombstones tenant name and revokes its admin tokens.
+// DeleteTenant tombstones tenant name and revokes its admin tokens and
+// its NATS account and users.
 // Without force a tenant with namespaces is refused
 // (tenancy.ErrNotEmpty); with force its namespaces are tombstoned first. tenancy.ErrNotFound when it does not exist.
 func (s *Store) DeleteTenant(ctx context.Context, name string, force bool) error {
@@ -365,6 +366,10 @@ func (s *Store) DeleteTenant(ctx context.Context, name string, force bool) error
 				return err
 			}
 		}
+	}
+	// So do its NATS account, users and revocations.
+	if err := s.deleteCreds(ctx, name); err != nil {
+		return err
 	}
 	return s.tombstone(ctx, tenancy.KindTenant, name)
 }
