@@ -56,6 +56,8 @@ const (
 	// Tenants, namespaces, tokens.
 	CodeTenantNotFound Code = "tenant_not_found"
 	CodeTokenNotFound  Code = "token_not_found"
+	CodeUserNotFound   Code = "user_not_found"
+	CodeNATSAuthOff    Code = "nats_auth_off"
 
 	// Bundles and operations.
 	CodeInvalidBundle     Code = "invalid_bundle"
@@ -105,6 +107,8 @@ var catalog = []CodeInfo{
 	{CodeNoTier, http.StatusConflict, "the region has no tier to offload to"},
 	{CodeTenantNotFound, http.StatusNotFound, "the mesh has no such tenant"},
 	{CodeTokenNotFound, http.StatusNotFound, "the mesh has no admin token with that id"},
+	{CodeUserNotFound, http.StatusNotFound, "the tenant has no NATS user of that name"},
+	{CodeNATSAuthOff, http.StatusConflict, "the mesh's NATS accounts are off (no auth.nats in the topology): clients need no credentials, so there are no users to manage"},
 	{CodeInvalidBundle, http.StatusBadRequest, "a bundle range is not 0xLLLLLLLL_0xHHHHHHHH with low < high"},
 	{CodeBundleNotFound, http.StatusNotFound, "the region has no such bundle"},
 	{CodeBrokerNotLive, http.StatusBadRequest, "no live broker of the region has the name given"},

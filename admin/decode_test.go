@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/stratamesh/strata/tenancy"
 )
 
 // bodyRoute is a route with a request body and how to tell that its
@@ -59,6 +61,13 @@ var bodyRoutes = []bodyRoute{
 		valid: `{"policies": {"bundles": 8}}`, unknown: `{"policies": {"bundles": 8}, "bogus": 1}`,
 		wrongType: `{"policies": 5}`, typeField: "policies",
 		big: func(n int) string { return `{"policies": {"replication": ["` + strings.Repeat("r", n) + `"]}}` },
+	},
+	{
+		method: http.MethodPost, path: "/admin/v1/tenants/t1/users", call: "AddUser",
+		valid: `{"name": "u2", "pub": {"allow": ["t1.>"], "deny": ["t1.x"]}, "sub": {"allow": ["t1.>", "_INBOX.>"]}, "expiry": "720h"}`,
+		unknown: `{"name": "u2", "pub": {"allow": [], "bogus": []}}`,
+		wrongType: `{"name": "u2", "expiry": 720}`, typeField: "expiry",
+		big: func(n int) string { return `{"name": "u2"` + strings.Repeat(" ", n) + `}` },
 	},
 	{
 		method: http.MethodPost, path: "/admin/v1/tokens", call: "CreateToken", emptyOK: true,
@@ -206,6 +215,15 @@ func TestRequestChecks(t *testing.T) {
 		{`{"keep_bytes": 1.5}`, &OffloadRequest{}, "keep_bytes"},
 		{`{"keep_bytes": 1e30}`, &OffloadRequest{}, "keep_bytes"},
 		{`{"read_only": true, "read_only": []}`, &ReadOnlyRequest{}, "read_only"},
+		{`{}`, &UserRequest{}, "name"},
+		{`{"name": "a.b"}`, &UserRequest{}, "name"},
+		{`{"name": "u", "expiry": "-5s"}`, &UserRequest{}, "expiry"},
+		{`{"name": "u", "expiry": "5 parsecs"}`, &UserRequest{}, "expiry"},
+		{`{"name": "u", "pub": {"allow": ["t1.>.x"]}}`, &UserRequest{}, "pub.allow[0]"},
+		{`{"name": "u", "sub": {"deny": ["ok", "t1..x"]}}`, &UserRequest{}, "sub.deny[1]"},
+		{`{"name": "u", "pub": {"allow": "t1.>"}}`, &UserRequest{}, "pub.allow"},
+		{`{"name": "u", "Pub": {}}`, &UserRequest{}, "Pub"},
+		{`{"name": "u", "pub": null, "sub": {"allow": [""]}}`, &UserRequest{}, "sub.allow[0]"},
 	} {
 		e := decode(strings.NewReader(c.body), c.v, true)
 		if e == nil || e.Code != CodeInvalidBody || e.Field != c.field || e.Status() != 400 {
@@ -281,7 +299,7 @@ func FuzzDecodeRequests(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kind uint8, body []byte) {
 		var v any
 		emptyOK := true
-		switch kind % 7 {
+		switch kind % 8 {
 		case 0:
 			v, emptyOK = &ReadOnlyRequest{}, false
 		case 1:
@@ -296,6 +314,8 @@ func FuzzDecodeRequests(f *testing.F) {
 			v = &NamespaceRequest{}
 		case 6:
 			v = &TokenRequest{}
+		case 7:
+			v, emptyOK = &UserRequest{}, false
 		}
 		e := decode(http.MaxBytesReader(nil, io.NopCloser(bytes.NewReader(body)), MaxBodyBytes), v, emptyOK)
 		if e != nil {
@@ -326,6 +346,11 @@ func FuzzDecodeRequests(f *testing.F) {
 			if q.KeepBytes != nil && *q.KeepBytes < 0 {
 				t.Fatalf("keep_bytes %d accepted", *q.KeepBytes)
 			}
+		case *UserRequest:
+			u := tenancy.User{Tenant: "t", Name: q.Name, Pub: q.Pub, Sub: q.Sub}
+			if q.Expiry < 0 || u.Validate() != nil {
+				t.Fatalf("user request %+v accepted: %v", q, u.Validate())
+			}
 		}
 		// What was accepted survives a round trip.
 		again, _ := json.Marshal(v)
@@ -344,6 +369,8 @@ func newLike(v any) any {
 		return &OffloadRequest{}
 	case *SubscriptionRequest:
 		return &SubscriptionRequest{}
+	case *UserRequest:
+		return &UserRequest{}
 	}
 	return &UnloadRequest{}
 }

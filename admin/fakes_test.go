@@ -25,6 +25,7 @@ type fake struct {
 	lastKeep int64
 	lastTo   string
 	lastRO   ReadOnlyRequest
+	lastUser UserRequest
 }
 
 func (f *fake) record(call string) {
@@ -40,7 +41,7 @@ func (f *fake) backends() Backends {
 			_, _ = w.Write([]byte("# metrics\n"))
 		}),
 		Members: f, Bookie: f, Bookies: f, Ledgers: f, Topics: f, Subscriptions: f,
-		Offload: f, Bundles: f, Replication: f, Tier: f, Tenancy: f,
+		Offload: f, Bundles: f, Replication: f, Tier: f, Tenancy: f, Users: f,
 	}
 }
 
@@ -84,6 +85,31 @@ func (f *fake) CreateToken(_ context.Context, req TokenRequest) (TokenCreated, e
 func (f *fake) Token(id string) (TokenInfo, bool) { return TokenInfo{ID: id, Tenant: "t1"}, id == "7" }
 func (f *fake) RevokeToken(_ context.Context, id string) error {
 	f.record("RevokeToken")
+	return nil
+}
+
+// UsersBackend: user u1 in every tenant.
+func (f *fake) Users(tenant string) ([]UserInfo, error) {
+	f.mu.Lock()
+	f.lastTenant = tenant
+	f.mu.Unlock()
+	return []UserInfo{{Tenant: tenant, Name: "u1", PublicKey: "UKEY"}}, nil
+}
+func (f *fake) AddUser(_ context.Context, tenant string, req UserRequest) (UserCreated, error) {
+	f.record("AddUser")
+	f.mu.Lock()
+	f.lastTenant, f.lastUser = tenant, req
+	f.mu.Unlock()
+	if req.Name == "u1" {
+		return UserCreated{}, Errorf(CodeAlreadyExists, "name", "tenant %s has a user u1", tenant)
+	}
+	return UserCreated{UserInfo: UserInfo{Tenant: tenant, Name: req.Name, Pub: req.Pub, Sub: req.Sub}, Creds: "-----BEGIN NATS USER JWT-----"}, nil
+}
+func (f *fake) RevokeUser(_ context.Context, tenant, name string) error {
+	f.record("RevokeUser " + tenant + "/" + name)
+	if name != "u1" {
+		return Errorf(CodeUserNotFound, "user", "tenant %s has no user %s", tenant, name)
+	}
 	return nil
 }
 
@@ -195,7 +221,7 @@ func pathFor(pattern, tenant string) string {
 		tenant = "t1"
 	}
 	return strings.NewReplacer("{t}", tenant, "{ns}", "ns1", "{topic}", "tp", "{sub}", "s1", "{id}", "7",
-		"{range}", "0x00000000_0xffffffff").Replace(pattern)
+		"{range}", "0x00000000_0xffffffff", "{user}", "u1").Replace(pattern)
 }
 
 // targetFor is pathFor(r.Pattern, "") with the query a valid request of
@@ -215,6 +241,9 @@ func validBody(r Route) string {
 	}
 	if r.Method == http.MethodPatch {
 		return `{"bundles": 8}`
+	}
+	if r.Method == http.MethodPost && r.Pattern == "/admin/v1/tenants/{t}/users" {
+		return `{"name": "u2", "pub": {"allow": ["t1.>"]}, "expiry": "720h"}`
 	}
 	if r.Method == http.MethodPost && r.Pattern == "/admin/v1/tokens" {
 		return `{"description": "ci"}` // the caller's own tenant (a superuser token for the superuser)

@@ -26,6 +26,7 @@ type Backends struct {
 	Replication   ReplicationBackend   // /admin/v1/replication (brokers)
 	Tier          TierBackend          // /admin/v1/tier (brokers)
 	Tenancy       TenancyBackend       // /admin/v1/tenants…, /admin/v1/namespaces…, /admin/v1/tokens… (brokers)
+	Users         UsersBackend         // /admin/v1/tenants/{t}/users… (brokers)
 }
 
 // Routes is the route table for b: every admin route whose backend is
@@ -53,5 +54,6 @@ func Routes(b Backends) []Route {
 	add(b.Replication != nil, b.replicationRoutes)
 	add(b.Tier != nil, b.tierRoutes)
 	add(b.Tenancy != nil, b.tenancyRoutes)
+	add(b.Users != nil, b.userRoutes)
 	return out
 }
