@@ -64,8 +64,8 @@ var bodyRoutes = []bodyRoute{
 	},
 	{
 		method: http.MethodPost, path: "/admin/v1/tenants/t1/users", call: "AddUser",
-		valid: `{"name": "u2", "pub": {"allow": ["t1.>"], "deny": ["t1.x"]}, "sub": {"allow": ["t1.>", "_INBOX.>"]}, "expiry": "720h"}`,
-		unknown: `{"name": "u2", "pub": {"allow": [], "bogus": []}}`,
+		valid:     `{"name": "u2", "pub": {"allow": ["t1.>"], "deny": ["t1.x"]}, "sub": {"allow": ["t1.>", "_INBOX.>"]}, "expiry": "720h"}`,
+		unknown:   `{"name": "u2", "pub": {"allow": [], "bogus": []}}`,
 		wrongType: `{"name": "u2", "expiry": 720}`, typeField: "expiry",
 		big: func(n int) string { return `{"name": "u2"` + strings.Repeat(" ", n) + `}` },
 	},
