@@ -1,6 +1,9 @@
 package topology
 
-import "time"
+import (
+	"path/filepath"
+	"time"
+)
 
 // Mesh is a whole topology file after decoding, defaulting and validation.
 // Field names follow docs/topology.md; the yaml tags are the file's
@@ -41,6 +44,48 @@ type Auth struct {
 	// `strata up` sets for its nodes from a token it makes and keeps in
 	// <data-dir>/superuser.token.
 	SuperuserTokenSHA256 string `yaml:"superuser_token_sha256"`
+	// NATS turns NATS decentralized auth on (issue 24): the mesh is the
+	// NATS operator, each tenant an account, and every NATS client must
+	// log in with a user's credentials (.creds). Nil: NATS clients need no
+	// credentials. It needs Enabled (account seeds travel between regions
+	// only in configuration batches sealed with the superuser token's
+	// hash).
+	NATS *NATSAuth `yaml:"nats"`
+}
+
+// NATSAuth names the mesh's NATS signing keys: nkey seed files, each
+// holding one seed ("SO…", "SA…"; decorated files are read too). A
+// relative path is relative to the data directory (`strata up` writes
+// both there when they are missing). Every broker of the mesh must read
+// the same two seeds.
+type NATSAuth struct {
+	// OperatorSeedFile holds the operator's seed: it signs the tenants'
+	// account JWTs; brokers trust its public key.
+	OperatorSeedFile string `yaml:"operator_seed_file"`
+	// SystemAccountSeedFile holds the system account's seed: it signs
+	// the users the mesh's own connections (replication and configuration
+	// links) and the superuser's tools log in as. It is not a tenant.
+	SystemAccountSeedFile string `yaml:"system_account_seed_file"`
+}
+
+// Files returns the seed files' paths, relative ones joined to dataDir.
+func (n *NATSAuth) Files(dataDir string) (operator, system string) {
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dataDir, p)
+	}
+	return abs(n.OperatorSeedFile), abs(n.SystemAccountSeedFile)
+}
+
+// NATSAuth returns the mesh's NATS auth settings, nil when NATS clients
+// need no credentials.
+func (m *Mesh) NATSAuth() *NATSAuth {
+	if m.Auth == nil || !m.Auth.Enabled {
+		return nil
+	}
+	return m.Auth.NATS
 }
 
 // Defaults are applied to regions (ledger, rollover) and to connections

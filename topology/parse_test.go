@@ -130,3 +130,40 @@ func TestParseAliasExpansionIsBounded(t *testing.T) {
 		t.Errorf("%d more problems after the expansion limit", n)
 	}
 }
+
+// TestParseNATSAuth: auth.nats names two seed files (relative ones under
+// the data directory) and needs auth.enabled.
+func TestParseNATSAuth(t *testing.T) {
+	good := "mesh: m\nregions:\n  - name: r\n    bookies: 4\nauth:\n  enabled: true\n  nats:\n    operator_seed_file: secure/operator.nk\n    system_account_seed_file: /etc/strata/system.nk\n"
+	m, _, err := Parse("a.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := m.NATSAuth()
+	if n == nil {
+		t.Fatal("no NATS auth")
+	}
+	op, sys := n.Files("/data")
+	if op != filepath.Join("/data", "secure/operator.nk") || sys != "/etc/strata/system.nk" {
+		t.Errorf("files %s %s", op, sys)
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{"auth:\n  enabled: false\n  nats:\n    operator_seed_file: o.nk\n    system_account_seed_file: s.nk\n",
+			"b.yaml:8:5: auth.nats: needs auth.enabled: true"},
+		{"auth:\n  enabled: true\n  nats:\n    operator_seed_file: o.nk\n",
+			"b.yaml:8:5: auth.nats.system_account_seed_file: required field missing"},
+		{"auth:\n  enabled: true\n  nats:\n    operator_seed_file: o.nk\n    system_account_seed_file: o.nk\n",
+			"b.yaml:9:31: auth.nats.system_account_seed_file: the system account's seed file must not be the operator's"},
+		{"auth:\n  enabled: true\n  nats:\n    operator_seed: o.nk\n    system_account_seed_file: s.nk\n",
+			"auth.nats.operator_seed: unknown field; known fields: operator_seed_file, system_account_seed_file"},
+	} {
+		_, _, err := Parse("b.yaml", []byte("mesh: m\nregions:\n  - name: r\n    bookies: 4\n"+c.yaml))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.yaml, err, c.want)
+		}
+	}
+	m, _, err = Parse("c.yaml", []byte("mesh: m\nregions:\n  - name: r\n    bookies: 4\nauth:\n  enabled: true\n"))
+	if err != nil || m.NATSAuth() != nil {
+		t.Errorf("auth without nats: %v %v", err, m.NATSAuth())
+	}
+}

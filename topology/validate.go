@@ -42,6 +42,9 @@ func checkMesh(r *report, m *Mesh) {
 	if a := m.Auth; a != nil && a.SuperuserTokenSHA256 != "" && !isHex64(a.SuperuserTokenSHA256) {
 		r.errorf("auth.superuser_token_sha256", "want 64 hex digits (the SHA-256 of the token, e.g. `printf %%s TOKEN | sha256sum`)")
 	}
+	if a := m.Auth; a != nil && a.NATS != nil {
+		r.checkNATSAuth(a)
+	}
 }
 
 func (r *report) checkDefaults(d *Defaults) {
@@ -178,4 +181,23 @@ func isHex64(s string) bool {
 		}
 	}
 	return true
+}
+
+// checkNATSAuth checks auth.nats: both seed files named, and admin auth
+// on (the account seeds are only sealed between regions with it).
+func (r *report) checkNATSAuth(a *Auth) {
+	if !a.Enabled {
+		r.errorf("auth.nats", "needs auth.enabled: true (tenants' account keys travel between regions only in batches sealed with the superuser token's hash)")
+	}
+	for _, f := range []struct{ path, v string }{
+		{"auth.nats.operator_seed_file", a.NATS.OperatorSeedFile},
+		{"auth.nats.system_account_seed_file", a.NATS.SystemAccountSeedFile},
+	} {
+		if f.v == "" {
+			r.missing(f.path)
+		}
+	}
+	if a.NATS.OperatorSeedFile != "" && a.NATS.OperatorSeedFile == a.NATS.SystemAccountSeedFile {
+		r.errorf("auth.nats.system_account_seed_file", "the system account's seed file must not be the operator's (%s)", quoteShort(a.NATS.OperatorSeedFile))
+	}
 }
