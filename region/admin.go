@@ -50,6 +50,7 @@ func (n *Node) adminBackends() admin.Backends {
 		b.Replication = replicationAdmin{n}
 		b.Tier = tierAdmin{n}
 		b.Tenancy = tenancyAdmin{n}
+		b.Users = usersAdmin{n}
 	}
 	return b
 }

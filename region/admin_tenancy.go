@@ -79,6 +79,13 @@ func (a tenancyAdmin) Tenant(name string) (admin.Tenant, bool) { return a.st().T
 
 func (a tenancyAdmin) PutTenant(ctx context.Context, t admin.Tenant) (bool, error) {
 	created, err := a.st().PutTenant(ctx, t)
+	if err == nil && created && a.n.nauth != nil {
+		// The tenant's NATS account is made with it (or by its first
+		// user, should this fail).
+		if _, aerr := a.n.nauth.ensureAccount(ctx, a.st(), t.Name); aerr != nil {
+			a.n.logger.Warn("making a new tenant's NATS account (its first user will)", "tenant", t.Name, "err", aerr)
+		}
+	}
 	return created, a.storeError(err, tenancy.NSName{Tenant: t.Name})
 }
 

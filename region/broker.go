@@ -29,6 +29,10 @@ const (
 // here), so the pool is handed over through n.lanRef.
 func (n *Node) startBroker() error {
 	fixed := n.spec.NATSPort + n.spec.GRPCPort
+	var auth broker.Authenticator // nil: clients need no credentials
+	if n.nauth != nil {
+		auth = n.nauth.authenticator()
+	}
 	srv, err := withPort(fixed, n.ports.NATS, func(port int) (*broker.Server, error) {
 		natsPort, routePort := n.spec.NATSPort, n.spec.GRPCPort
 		if port != 0 && fixed == 0 {
@@ -43,6 +47,7 @@ func (n *Node) startBroker() error {
 			Peers:         &lanPeers{pool: &n.lanRef, self: n.name},
 			StrataVersion: Version,
 			Hook:          n.js,
+			Auth:          auth,
 			Logger:        n.logger,
 		})
 	})

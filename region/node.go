@@ -50,6 +50,7 @@ type Node struct {
 	broker   *broker.Server              // brokers only
 	js       *jetstream.Service          // brokers only: the JetStream layer
 	cp       *controlPlane               // brokers only: tenants, namespaces, policies
+	nauth    *natsAuth                   // brokers only, with auth.nats: NATS accounts (accounts.go)
 	lanRef   atomic.Pointer[gossip.Pool] // n.lan, for the broker's peer source
 	wanRef   atomic.Pointer[gossip.Pool] // n.wan, for replicator cursors
 	bookie   *bookie.Bookie              // bookies only
@@ -145,11 +146,17 @@ func (n *Node) start(ctx context.Context) error {
 		if n.cp, err = n.openControlPlane(ctx, true); err != nil {
 			return err
 		}
+		if n.nauth, err = n.openNATSAuth(); err != nil {
+			return err
+		}
 		if n.js, err = n.newJetStream(); err != nil {
 			return err
 		}
 		if err := n.startBroker(); err != nil {
 			return err
+		}
+		if n.nauth != nil {
+			n.nauth.start(n.cp.store)
 		}
 		if err := n.startJetStream(ctx); err != nil {
 			return err

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/stratamesh/strata/bookie/ledger"
 	"github.com/stratamesh/strata/broker/jsapi"
 	"github.com/stratamesh/strata/broker/mledger"
@@ -133,6 +135,9 @@ type Config struct {
 	// (the Serf WAN pool's members tagged with it): where replicator
 	// cursors send. Nil: nothing is replicated out.
 	RemoteBrokers func(region string) []string
+	// LinkOptions are the replication links' extra nats.go options (how
+	// they log in to the remote region: link.Config.Options).
+	LinkOptions []nats.Option
 	// Replicator tunes replicator cursors (send window, batching,
 	// backoff, stall time); zero fields take replicator's defaults.
 	Replicator replicator.Config

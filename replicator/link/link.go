@@ -41,8 +41,12 @@ type Config struct {
 	// dropped and made again from a fresh Brokers list. Default 3 s.
 	Redial time.Duration
 	// Check is how often the link's state is reviewed. Default 250 ms.
-	Check  time.Duration
-	Logger *slog.Logger
+	Check time.Duration
+	// Options are added to the connection's (after the link's own): how
+	// it logs in to the remote region (with NATS accounts on, a user of
+	// the mesh's system account: nats.UserJWT), TLS.
+	Options []nats.Option
+	Logger  *slog.Logger
 }
 
 // Link is one broker's connection to one remote region.
@@ -226,14 +230,15 @@ func (l *Link) dial() (*nats.Conn, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("link: no live broker of region %s in the WAN pool", l.cfg.Remote)
 	}
-	nc, err := nats.Connect(strings.Join(urls, ","),
+	opts := append([]nats.Option{
 		nats.Name(l.cfg.Name),
 		nats.Timeout(connectTimeout),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(reconnectWait),
 		nats.ReconnectBufSize(reconnectBufBytes),
 		nats.NoEcho(),
-	)
+	}, l.cfg.Options...)
+	nc, err := nats.Connect(strings.Join(urls, ","), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("link: connect to region %s (%s): %w", l.cfg.Remote, strings.Join(urls, ","), err)
 	}
