@@ -237,6 +237,7 @@ func newAdminTenants(flags *adminFlags) *cobra.Command {
 	}
 	del.Flags().BoolVar(&force, "force", false, "also delete the tenant's namespaces and their topics")
 	cmd.AddCommand(del)
+	cmd.AddCommand(newAdminUsers(flags))
 	return cmd
 }
 

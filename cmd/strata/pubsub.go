@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -13,11 +14,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratamesh/strata/internal/meshfile"
+	"github.com/stratamesh/strata/internal/supervisor"
 )
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
 
 // natsFlags find a region's brokers: --server, else mesh.json.
 type natsFlags struct {
-	server, dataDir, region string
+	server, dataDir, region, creds string
 }
 
 func (f *natsFlags) add(cmd *cobra.Command) {
@@ -25,6 +32,7 @@ func (f *natsFlags) add(cmd *cobra.Command) {
 	p.StringVarP(&f.server, "server", "s", "", "NATS URL(s) of brokers, comma-separated (default: the region's brokers from <data-dir>/mesh.json)")
 	p.StringVar(&f.dataDir, "data-dir", "", "data directory of a running 'strata up' (default ./strata-data)")
 	p.StringVar(&f.region, "region", "", "region whose brokers to use (default: the first region in mesh.json)")
+	p.StringVar(&f.creds, "creds", "", "NATS user credentials (.creds) to log in with (default: <data-dir>/"+supervisor.SystemCredsFile+" when it exists: the mesh's system account, which `strata up` writes when the topology has auth.nats)")
 }
 
 func (f *natsFlags) connect(name string) (*nats.Conn, error) {
@@ -40,7 +48,17 @@ func (f *natsFlags) connect(name string) (*nats.Conn, error) {
 		}
 		url = strings.Join(urls, ",")
 	}
-	nc, err := nats.Connect(url, nats.Name(name), nats.Timeout(5*time.Second))
+	opts := []nats.Option{nats.Name(name), nats.Timeout(5 * time.Second)}
+	creds := f.creds
+	if creds == "" {
+		if p := filepath.Join(dataDirOr(f.dataDir, nil), supervisor.SystemCredsFile); fileExists(p) {
+			creds = p
+		}
+	}
+	if creds != "" {
+		opts = append(opts, nats.UserCredentials(creds))
+	}
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", url, err)
 	}

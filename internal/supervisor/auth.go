@@ -47,6 +47,7 @@ func (r *run) superuserToken() error {
 	default:
 		fmt.Fprintf(r.out, "auth: the superuser's admin token is in %s\n", path)
 	}
+	r.superToken = token
 	r.env = append(r.env, topology.EnvSuperuserTokenSHA256+"="+tenancy.HashSecret(token))
 	return nil
 }

@@ -26,6 +26,9 @@ type run struct {
 	out    io.Writer
 	sp     *spawner
 	env    []string // added to every node's environment
+	// superToken is the superuser's admin token when up made or read it
+	// ("" when the topology gives only its hash).
+	superToken string
 
 	mu       sync.Mutex
 	procs    []*process
@@ -75,6 +78,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := r.superuserToken(); err != nil {
 		return err
 	}
+	if err := PrepareNATSAuth(cfg.Mesh, cfg.DataDir, r.out); err != nil {
+		return err
+	}
 	started := time.Now()
 	if err := r.startAll(); err != nil {
 		r.stopAll()
@@ -85,6 +91,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	r.printEndpoints(time.Since(started))
+	if err := DemoCreds(ctx, cfg.Mesh, cfg.DataDir, r.superToken, r.out); err != nil {
+		// The mesh runs; only the demo users are missing.
+		fmt.Fprintf(r.out, "strata up: no demo NATS users: %v (make users with `strata admin tenants users add`)\n", err)
+	}
 	for _, p := range r.procs {
 		r.watchers.Add(1)
 		go r.watch(p)
