@@ -27,6 +27,7 @@ fuzz:
 	$(GO) test ./bookie -run '^$$' -fuzz '^FuzzServerRequest$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/natsproto -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker -run '^$$' -fuzz '^FuzzServerSession$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./broker -run '^$$' -fuzz '^FuzzConnectJWT$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/jsapi -run '^$$' -fuzz '^FuzzParseAPISubject$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/jsapi -run '^$$' -fuzz '^FuzzParseAckSubject$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/jsapi -run '^$$' -fuzz '^FuzzParseAck$$' -fuzztime $(FUZZTIME)

@@ -32,6 +32,21 @@ type client struct {
 	handshook    atomic.Bool // CONNECT accepted: later INFO updates may be sent
 	name         string
 
+	// Set by CONNECT (before any SUB or PUB is accepted), then read-only.
+	// ident is who the connection logged in as; acctPrefix is its
+	// account's subject space ("" for the system account: see
+	// AccountSubject); perms its compiled permissions (nil: none);
+	// connInfo what it presented, for Reauthorize.
+	ident      Identity
+	acctPrefix []byte
+	perms      *perms
+	nonce      string
+	connInfo   ConnectInfo
+	maxSubs    int
+	maxPayload int
+	subjBuf    []byte // reader goroutine's scratch: the publish subject in its account space
+	expTimer   *time.Timer
+
 	mu   sync.Mutex
 	subs map[string]*subscription // by sid
 
@@ -55,6 +70,12 @@ type subscription struct {
 	max     atomic.Int64 // 0 = unlimited; auto-unsubscribe after this many deliveries in total
 	count   atomic.Int64 // deliveries so far
 	removed atomic.Bool
+	// strip is the account prefix of the subscriber's subject space: taken
+	// off delivered subjects (the client sees its own subjects).
+	strip []byte
+	// deny, when set, filters deliveries through the subscriber's sub
+	// deny list (the subscription overlaps a denied subject).
+	deny *perms
 	// internal, when set, makes this a subscription of the broker itself
 	// (SubscribeInternal): deliveries call it instead of writing to a
 	// client, and client is nil.
@@ -132,6 +153,9 @@ func (c *client) teardown() {
 		if c.authTimer != nil {
 			c.authTimer.Stop()
 		}
+		if c.expTimer != nil {
+			c.expTimer.Stop()
+		}
 		c.mu.Lock()
 		subs := c.subs
 		c.subs = nil
@@ -191,7 +215,9 @@ func (c *client) requireConnect() error {
 	return nil
 }
 
-// Connect implements natsproto.Handler (NATS protocol: CONNECT).
+// Connect implements natsproto.Handler (NATS protocol: CONNECT). With an
+// Authenticator, the first CONNECT decides who the connection is; a
+// refusal is -ERR 'Authorization Violation' and a close.
 func (c *client) Connect(arg []byte) error {
 	o, errText, err := parseConnect(arg)
 	if err != nil {
@@ -201,13 +227,18 @@ func (c *client) Connect(arg []byte) error {
 		if c.connected {
 			return nil // a second CONNECT changes nothing
 		}
-		if err := a.Authenticate(ConnectInfo{User: o.User, Pass: o.Pass, Token: o.Token, Name: o.Name, RemoteAddr: c.remote}); err != nil {
-			c.srv.logger.Info("authentication failed", "remote", c.remote, "user", o.User, "err", err)
+		ci := ConnectInfo{User: o.User, Pass: o.Pass, Token: o.Token, JWT: o.JWT, Sig: o.Sig, NKey: o.NKey,
+			Nonce: c.nonce, Name: o.Name, RemoteAddr: c.remote}
+		id, err := a.Authenticate(ci)
+		if err != nil {
+			c.srv.authFailures.Add(1)
+			c.srv.logger.Info("authentication failed", "remote", c.remote, "user", o.User, "name", o.Name, "err", err)
 			return &closeErr{text: errTextAuth, err: err}
 		}
 		if c.authTimer != nil {
 			c.authTimer.Stop()
 		}
+		c.setIdentity(ci, id)
 	}
 	c.connected = true
 	c.handshook.Store(true)
@@ -221,11 +252,45 @@ func (c *client) Connect(arg []byte) error {
 	return nil
 }
 
+// setIdentity applies an accepted login: the account's subject space, the
+// permissions, the user's limits and the credentials' expiry.
+func (c *client) setIdentity(ci ConnectInfo, id Identity) {
+	c.connInfo = ci
+	c.ident = id
+	c.acctPrefix = accountPrefix(id.Account)
+	c.perms = compilePerms(id.Perms)
+	if id.MaxSubs > 0 && (c.maxSubs == 0 || id.MaxSubs < c.maxSubs) {
+		c.maxSubs = id.MaxSubs
+	}
+	c.maxPayload = 0
+	if id.MaxPayload > 0 && id.MaxPayload < c.srv.cfg.MaxPayload {
+		c.maxPayload = id.MaxPayload
+	}
+	if !id.Expires.IsZero() {
+		c.expTimer = time.AfterFunc(time.Until(id.Expires), func() {
+			c.srv.logger.Info("credentials expired: closing client", "cid", c.cid, "remote", c.remote, "user", id.User)
+			c.closeWithErr(errTextAuthExpired)
+		})
+	}
+	c.srv.mu.Lock()
+	c.srv.authed[c.cid] = c
+	c.srv.mu.Unlock()
+}
+
+// permViolation tells the client (without closing it, as the reference
+// does) that an op was refused by its permissions or its account's bounds.
+func (c *client) permViolation(what string, subject []byte) {
+	c.srv.permViolations.Add(1)
+	c.send(natsproto.AppendErr(nil, "Permissions Violation for "+what+" to \""+string(subject)+"\""))
+}
+
 // Info implements natsproto.Handler; a client's INFO is ignored, as the
 // reference server does.
 func (c *client) Info([]byte) error { return nil }
 
-// Msg implements natsproto.Handler (NATS protocol: PUB, HPUB).
+// Msg implements natsproto.Handler (NATS protocol: PUB, HPUB). A
+// connection of a tenant publishes in its account's subject space, within
+// its permissions.
 func (c *client) Msg(m *natsproto.Msg) error {
 	if err := c.requireConnect(); err != nil {
 		return err
@@ -233,31 +298,56 @@ func (c *client) Msg(m *natsproto.Msg) error {
 	if m.Header != nil && !bytes.HasPrefix(m.Header, natsHeaderPrefix) {
 		return &closeErr{text: errTextUnknownOp, err: errors.New("HPUB header block does not start with NATS/1.0")}
 	}
+	if c.maxPayload > 0 && len(m.Header)+len(m.Payload) > c.maxPayload {
+		return &closeErr{text: errTextMaxPayload, err: errors.New("publish over the user's payload limit")}
+	}
 	c.ok()
 	if !validPublishSubject(m.Subject) {
 		// Empty tokens: nothing can match; dropped and counted.
 		c.srv.droppedPubs.Add(1)
 		return nil
 	}
+	if c.perms != nil && !c.perms.canPublish(string(m.Subject), time.Now()) {
+		c.permViolation("Publish", m.Subject)
+		return nil
+	}
 	c.srv.inMsgs.Add(1)
 	c.srv.inBytes.Add(int64(len(m.Header) + len(m.Payload)))
 	if h := c.srv.cfg.Hook; h != nil {
-		switch h.ClientPublish(ClientInfo{ID: c.cid, Name: c.name}, m.Subject, m.Reply, m.Header, m.Payload) {
+		switch h.ClientPublish(ClientInfo{ID: c.cid, Name: c.name, Account: c.ident.Account}, m.Subject, m.Reply, m.Header, m.Payload) {
 		case HookConsumed:
+			return nil
+		case HookDenied:
+			c.permViolation("Publish", m.Subject)
 			return nil
 		case HookStored:
 			nr := c.noResponders
 			c.noResponders = false
-			c.srv.publish(c, m)
+			c.publishInAccount(m)
 			c.noResponders = nr
 			return nil
 		}
 	}
-	c.srv.publish(c, m)
+	c.publishInAccount(m)
 	return nil
 }
 
-// Sub implements natsproto.Handler (NATS protocol: SUB).
+// publishInAccount routes m in the connection's account space.
+func (c *client) publishInAccount(m *natsproto.Msg) {
+	if len(c.acctPrefix) == 0 {
+		c.srv.publish(c, m)
+		return
+	}
+	c.subjBuf = append(append(c.subjBuf[:0], c.acctPrefix...), m.Subject...)
+	orig := m.Subject
+	m.Subject = c.subjBuf
+	c.srv.publish(c, m)
+	m.Subject = orig
+}
+
+// Sub implements natsproto.Handler (NATS protocol: SUB). A connection of
+// a tenant subscribes in its account's subject space, within its
+// permissions and the broker's (or its user's) subscription limit.
 func (c *client) Sub(subject, queue, sid []byte) error {
 	if err := c.requireConnect(); err != nil {
 		return err
@@ -265,8 +355,15 @@ func (c *client) Sub(subject, queue, sid []byte) error {
 	if !natsproto.ValidSubscribeSubject(subject) || (queue != nil && !natsproto.ValidQueueName(queue)) {
 		return &closeErr{text: errTextInvalidSubject}
 	}
-	s := &subscription{client: c, subject: string(subject), queue: string(queue), sid: string(sid)}
+	if c.perms != nil && !c.perms.canSubscribe(string(subject)) {
+		c.permViolation("Subscription", subject)
+		return nil
+	}
+	s := &subscription{client: c, subject: string(c.acctPrefix) + string(subject), queue: string(queue), sid: string(sid), strip: c.acctPrefix}
 	s.sidB = []byte(s.sid)
+	if c.perms != nil && c.perms.overlapsDeny(string(subject)) {
+		s.deny = c.perms
+	}
 	c.mu.Lock()
 	if c.subs == nil { // torn down
 		c.mu.Unlock()
@@ -276,6 +373,12 @@ func (c *client) Sub(subject, queue, sid []byte) error {
 		// nats-server ignores a SUB that reuses a live sid.
 		c.mu.Unlock()
 		c.ok()
+		return nil
+	}
+	if c.maxSubs > 0 && len(c.subs) >= c.maxSubs {
+		c.mu.Unlock()
+		c.srv.logger.Info("subscription limit reached", "cid", c.cid, "remote", c.remote, "limit", c.maxSubs)
+		c.send(natsproto.AppendErr(nil, errTextMaxSubs))
 		return nil
 	}
 	c.subs[s.sid] = s
@@ -383,7 +486,16 @@ func (s *subscription) deliver(p *producer, subject, reply, hdr, payload []byte)
 		s.internal(subject, reply, hdr, payload)
 		return true
 	}
+	if len(s.strip) > 0 && bytes.HasPrefix(subject, s.strip) {
+		subject = subject[len(s.strip):]
+	}
+	if s.deny != nil && s.deny.deniesDelivery(subject) {
+		return false
+	}
 	c := s.client
+	if c.perms != nil && c.perms.resp != nil && len(reply) > 0 {
+		c.perms.grantReply(reply, time.Now())
+	}
 	if !c.headers.Load() {
 		hdr = nil
 	}

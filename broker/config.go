@@ -25,6 +25,7 @@ const (
 	DefaultWriteDeadline  = 10 * time.Second
 	DefaultAuthTimeout    = 2 * time.Second
 	DefaultRoutePing      = 5 * time.Second
+	DefaultMaxSubs        = 1 << 16
 )
 
 // Config configures a Server. Zero fields take the defaults above;
@@ -70,6 +71,10 @@ type Config struct {
 	// feeding a connection that is more than half full are held back
 	// briefly first. Default 64 MiB.
 	MaxPending int
+	// MaxSubscriptions bounds the subscriptions of one connection (a user
+	// JWT's limit may lower it); one more gets -ERR 'Maximum Subscriptions
+	// Exceeded' and is not made. Default 65536; -1: no limit.
+	MaxSubscriptions int
 	// WriteDeadline bounds one socket write; a client that does not read
 	// for this long is closed. Default 10 s.
 	WriteDeadline time.Duration
@@ -112,6 +117,7 @@ func (c Config) withDefaults() Config {
 	set(&c.MaxControlLine, DefaultMaxControlLine)
 	set(&c.MaxPingsOut, DefaultMaxPingsOut)
 	set(&c.MaxPending, DefaultMaxPending)
+	set(&c.MaxSubscriptions, DefaultMaxSubs)
 	setD(&c.PingInterval, DefaultPingInterval)
 	setD(&c.FirstPing, DefaultFirstPing)
 	setD(&c.WriteDeadline, DefaultWriteDeadline)

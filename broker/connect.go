@@ -22,6 +22,9 @@ type connectOpts struct {
 	User         string `json:"user"`
 	Pass         string `json:"pass"`
 	Token        string `json:"auth_token"`
+	JWT          string `json:"jwt"`
+	NKey         string `json:"nkey"`
+	Sig          string `json:"sig"`
 }
 
 // Client-visible refusals of CONNECT (NATS protocol §1.3); each is sent as
@@ -37,6 +40,10 @@ const (
 	errTextUnknownOp       = "Unknown Protocol Operation"
 	errTextRouteRegion     = "route refused: different mesh or region"
 	errTextConnectRequired = "Authorization Violation"
+	errTextAuthExpired     = "User Authentication Expired"
+	errTextAuthRevoked     = "Authorization Violation"
+	errTextMaxPayload      = "Maximum Payload Violation"
+	errTextMaxSubs         = "Maximum Subscriptions Exceeded"
 )
 
 // parseConnect decodes a CONNECT argument. It returns the -ERR text to send
@@ -72,6 +79,7 @@ type serverInfo struct {
 	ClientID      uint64   `json:"client_id"`
 	ClientIP      string   `json:"client_ip,omitempty"`
 	AuthRequired  bool     `json:"auth_required,omitempty"`
+	Nonce         string   `json:"nonce,omitempty"`
 	JetStream     bool     `json:"jetstream"`
 	Region        string   `json:"cluster,omitempty"`
 	ConnectURLs   []string `json:"connect_urls,omitempty"`

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"time"
 
@@ -214,12 +215,20 @@ func hasGroup(r *sublist.Result[*subscription], name string) bool {
 // publisher's own subscription on the reply subject (NATS protocol §1.8;
 // the reference adds Nats-Subject).
 func (s *Server) noResponders(pub *client, m *natsproto.Msg) {
-	r := s.subs.MatchBytes(m.Reply)
+	reply := m.Reply
+	if len(pub.acctPrefix) > 0 {
+		reply = append(append([]byte(nil), pub.acctPrefix...), reply...)
+	}
+	subject := m.Subject
+	if len(pub.acctPrefix) > 0 && bytes.HasPrefix(subject, pub.acctPrefix) {
+		subject = subject[len(pub.acctPrefix):]
+	}
+	r := s.subs.MatchBytes(reply)
 	for _, sub := range r.Plain {
 		if sub.client != pub {
 			continue
 		}
-		hdr := natsproto.AppendStatusHeader(nil, 503, "", "Nats-Subject", string(m.Subject))
+		hdr := natsproto.AppendStatusHeader(nil, 503, "", "Nats-Subject", string(subject))
 		s.noResp.Add(1)
 		sub.deliver(&pub.prod, m.Reply, nil, hdr, nil)
 		return
@@ -227,7 +236,7 @@ func (s *Server) noResponders(pub *client, m *natsproto.Msg) {
 	for _, g := range r.Groups {
 		for _, sub := range g.Members {
 			if sub.client == pub {
-				hdr := natsproto.AppendStatusHeader(nil, 503, "", "Nats-Subject", string(m.Subject))
+				hdr := natsproto.AppendStatusHeader(nil, 503, "", "Nats-Subject", string(subject))
 				s.noResp.Add(1)
 				sub.deliver(&pub.prod, m.Reply, nil, hdr, nil)
 				return

@@ -33,7 +33,41 @@ const (
 	// HookConsumed does not route the message at all: the hook handled it
 	// (a JetStream API request or an ack).
 	HookConsumed
+	// HookDenied refuses the publish: the client gets -ERR 'Permissions
+	// Violation for Publish to "<subject>"' and the message goes nowhere
+	// (a tenant publishing into another tenant's topic).
+	HookDenied
 )
+
+// accountSpacePrefix starts every subject of a tenant's subject space in
+// the broker's interest graph: a connection of account "acme" that
+// subscribes to "orders.>" holds "$A.acme.orders.>", and its publishes
+// are matched as "$A.acme.<subject>". Tenants therefore never see each
+// other's messages (NATS accounts: each is its own subject space), nor the
+// system space where the broker's internal subjects live. Clients never
+// see the prefix.
+const accountSpacePrefix = "$A."
+
+func accountPrefix(account string) []byte {
+	if account == "" {
+		return nil
+	}
+	return []byte(accountSpacePrefix + account + ".")
+}
+
+// AccountSubject is subject in account's subject space, as PublishInternal,
+// DeliverLocal, HasLocalInterest and SubscribeInternal take it: the
+// broker's own messages for a tenant's clients (JetStream replies and
+// deliveries, replicated messages) go there. The system account ("") is
+// subject itself. It returns a new slice.
+func AccountSubject(account string, subject []byte) []byte {
+	if account == "" {
+		return append([]byte(nil), subject...)
+	}
+	b := make([]byte, 0, len(accountSpacePrefix)+len(account)+1+len(subject))
+	b = append(append(append(b, accountSpacePrefix...), account...), '.')
+	return append(b, subject...)
+}
 
 // ClientInfo identifies the connection a publish came from.
 type ClientInfo struct {

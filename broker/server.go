@@ -33,6 +33,7 @@ type Server struct {
 
 	mu        sync.Mutex
 	clients   map[uint64]*client
+	authed    map[uint64]*client  // clients that logged in (Reauthorize re-checks them)
 	routes    map[string]*route   // by peer server name
 	interest  map[interestKey]int // local subscriptions per (subject, queue): what peers are told
 	nRoutes   atomic.Int32        // len(routes), read on the publish path
@@ -48,6 +49,7 @@ type Server struct {
 	// Counters (monotonic since start), exported by Stats.
 	inMsgs, inBytes, outMsgs, droppedPubs atomic.Int64
 	slowConsumers, staleConns, noResp     atomic.Int64
+	authFailures, permViolations          atomic.Int64
 }
 
 // interestKey is one (subject, queue) a broker has local subscriptions for.
@@ -68,6 +70,7 @@ func Start(cfg Config) (*Server, error) {
 		subs:      sublist.New[*subscription](),
 		remote:    sublist.New[*route](),
 		clients:   map[uint64]*client{},
+		authed:    map[uint64]*client{},
 		routes:    map[string]*route{},
 		interest:  map[interestKey]int{},
 		dialing:   map[string]bool{},
@@ -201,6 +204,10 @@ func (s *Server) startClient(conn net.Conn) {
 		}),
 	}
 	c.echo.Store(true)
+	c.maxSubs = max(s.cfg.MaxSubscriptions, 0)
+	if na, ok := s.cfg.Auth.(NonceAuthenticator); ok && na.NeedsNonce() {
+		c.nonce = newNonce()
+	}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -264,7 +271,7 @@ func (s *Server) infoLine(c *client) []byte {
 	info := serverInfo{
 		ServerID: s.id, ServerName: s.cfg.ServerName, Version: NATSVersion, Proto: 1,
 		Go: runtime.Version(), Host: host, Port: port, Headers: true, MaxPayload: s.cfg.MaxPayload,
-		ClientID: c.cid, ClientIP: clientIP, AuthRequired: s.cfg.Auth != nil,
+		ClientID: c.cid, ClientIP: clientIP, AuthRequired: s.cfg.Auth != nil, Nonce: c.nonce,
 		Region: s.cfg.Region, StrataVersion: s.cfg.StrataVersion, JetStream: s.cfg.Hook != nil,
 	}
 	if s.routeLn != nil {
@@ -277,7 +284,36 @@ func (s *Server) infoLine(c *client) []byte {
 func (s *Server) removeClient(c *client) {
 	s.mu.Lock()
 	delete(s.clients, c.cid)
+	delete(s.authed, c.cid)
 	s.mu.Unlock()
+}
+
+// Reauthorize checks every logged-in connection's credentials again with
+// the Authenticator (call it when what it decides on changed: an account
+// JWT re-signed with a revocation, an account removed). A connection now
+// refused is sent -ERR 'Authorization Violation' and closed. It returns
+// how many were closed.
+func (s *Server) Reauthorize() int {
+	a := s.cfg.Auth
+	if a == nil {
+		return 0
+	}
+	s.mu.Lock()
+	cs := make([]*client, 0, len(s.authed))
+	for _, c := range s.authed {
+		cs = append(cs, c)
+	}
+	s.mu.Unlock()
+	closed := 0
+	for _, c := range cs {
+		if _, err := a.Authenticate(c.connInfo); err != nil {
+			s.logger.Info("credentials no longer accepted: closing client", "cid", c.cid, "remote", c.remote,
+				"user", c.ident.User, "account", c.ident.Account, "err", err)
+			c.closeWithErr(errTextAuthRevoked)
+			closed++
+		}
+	}
+	return closed
 }
 
 // addSub indexes a local subscription and, when it is the first for its
@@ -326,6 +362,9 @@ type Stats struct {
 	DroppedPubs                     int64
 	SlowConsumers, StaleConnections int64
 	NoResponders                    int64
+	// AuthFailures counts refused CONNECTs; PermViolations publishes and
+	// subscriptions refused by a user's permissions or its account.
+	AuthFailures, PermViolations int64
 }
 
 // Stats returns the current counters.
@@ -337,6 +376,7 @@ func (s *Server) Stats() Stats {
 	st.InMsgs, st.InBytes, st.OutMsgs = s.inMsgs.Load(), s.inBytes.Load(), s.outMsgs.Load()
 	st.DroppedPubs = s.droppedPubs.Load()
 	st.SlowConsumers, st.StaleConnections, st.NoResponders = s.slowConsumers.Load(), s.staleConns.Load(), s.noResp.Load()
+	st.AuthFailures, st.PermViolations = s.authFailures.Load(), s.permViolations.Load()
 	return st
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/stratamesh/strata/broker/jsapi"
@@ -39,6 +40,23 @@ func (s *Service) replyJSON(reply string, v any) {
 func (s *Service) replyError(reply string, k jsapi.Kind, e *jsapi.APIError) {
 	s.apiErrors.Add(1)
 	s.replyJSON(reply, jsapi.ErrorResponse(k, e))
+}
+
+// foreignSubjects refuses, with tenant accounts (Config.AccountSpaces),
+// stream subjects whose first token is another tenant's name: nats-wire
+// §4, the tenant is the subject's first token and a connection's must be
+// its own.
+func (s *Service) foreignSubjects(tenant string, subjects []string) *jsapi.APIError {
+	if !s.cfg.AccountSpaces {
+		return nil
+	}
+	for _, subj := range subjects {
+		first, _, _ := strings.Cut(subj, ".")
+		if first != tenant && tenancy.ValidToken(first) && s.cfg.Policies.Tenant(first) {
+			return jsapi.ErrStreamInvalidConfig(fmt.Errorf("subject %s belongs to tenant %s: a stream of tenant %s captures its own subjects only", subj, first, tenant))
+		}
+	}
+	return nil
 }
 
 // apiRegion answers the requests any broker answers from the registry:
@@ -125,6 +143,10 @@ func (s *Service) createStream(req jsapi.APIRequest, m message) {
 	tenant := s.tenantOf(m)
 	name, apiErr := s.streamTopic(tenant, cfg)
 	if apiErr != nil {
+		s.replyError(m.reply, req.Kind, apiErr)
+		return
+	}
+	if apiErr := s.foreignSubjects(tenant, cfg.Subjects); apiErr != nil {
 		s.replyError(m.reply, req.Kind, apiErr)
 		return
 	}

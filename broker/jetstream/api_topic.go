@@ -254,6 +254,9 @@ func (t *topic) update(ctx context.Context, cur *stream, cfg *jsapi.StreamConfig
 	if cfg.Retention != cur.config.Retention {
 		return jsapi.ErrStreamInvalidConfig(errors.New("stream retention can not be changed"))
 	}
+	if apiErr := t.s.foreignSubjects(cur.name.Tenant, cfg.Subjects); apiErr != nil {
+		return apiErr
+	}
 	if other := t.s.reg.overlapping(cur.name.Tenant, cur.stream, cfg.Subjects); other != "" {
 		return jsapi.ErrStreamSubjectOverlap()
 	}

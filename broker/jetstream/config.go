@@ -82,6 +82,12 @@ type Config struct {
 	// streams may live in. It changes at run time; the caller calls
 	// PoliciesChanged after each change. Nil: no namespaces.
 	Policies Policies
+	// AccountSpaces says that tenants' clients log in to accounts of their
+	// own (broker.JWTAuth): the broker's own messages for a topic's core
+	// subscribers (replicated copies, advisories) are published in the
+	// topic's tenant's subject space (broker.AccountSubject). False: one
+	// subject space for everyone (auth off).
+	AccountSpaces bool
 	// DefaultTenant and DefaultNamespace are where streams created
 	// through the JetStream API live when the connection has no tenant
 	// (the topology's defaults.jetstream).

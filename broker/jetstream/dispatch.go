@@ -49,9 +49,15 @@ func (s *Service) dispatch(m message) {
 	}
 }
 
-// tenantOf is the tenant a connection's JetStream requests address: with
-// auth off, the topology's defaults.jetstream tenant.
-func (s *Service) tenantOf(message) string { return s.cfg.DefaultTenant }
+// tenantOf is the tenant a connection's JetStream requests address: the
+// account it logged in as; with auth off (or as the system account), the
+// topology's defaults.jetstream tenant.
+func (s *Service) tenantOf(m message) string {
+	if m.account != "" {
+		return m.account
+	}
+	return s.cfg.DefaultTenant
+}
 
 // lookupStream finds a stream by name for m's connection (nil: none,
 // or the name is ambiguous; see resolveStream).
@@ -61,8 +67,9 @@ func (s *Service) lookupStream(m message, name string) *stream {
 }
 
 // resolveStream finds a stream by name for m's connection. A qualified
-// name "tenant:namespace:topic" (qualifiedStream) is that topic, exactly.
-// Any other name is looked up in m's tenant; failing that (auth off:
+// name "tenant:namespace:topic" (qualifiedStream) is that topic, exactly
+// (for a tenant account, only its own tenant's). Any other name is looked
+// up in m's tenant; a tenant account stops there. Failing that (auth off:
 // every connection is the default JetStream tenant's), in the other
 // tenants, where it must match one stream only: a name several tenants
 // have is refused (the error lists them and their qualified names)
@@ -70,11 +77,17 @@ func (s *Service) lookupStream(m message, name string) *stream {
 // stream.
 func (s *Service) resolveStream(m message, name string) (*stream, *jsapi.APIError) {
 	if n, ok := parseQualifiedStream(name); ok {
+		if m.account != "" && n.Tenant != m.account {
+			return nil, nil // another tenant's topic does not exist for this one
+		}
 		return s.reg.topic(n), nil
 	}
 	tenant := s.tenantOf(m)
 	if st := s.reg.lookup(tenant, name); st != nil {
 		return st, nil
+	}
+	if m.account != "" {
+		return nil, nil // a tenant's connection sees its own streams only
 	}
 	s.reg.mu.RLock()
 	var found []*stream
@@ -209,6 +222,9 @@ func (s *Service) dispatchAPI(m message) {
 // topic or etcd does not answer.
 func (s *Service) loadStream(m message, name string) *stream {
 	n, qualified := parseQualifiedStream(name)
+	if qualified && m.account != "" && n.Tenant != m.account {
+		return nil
+	}
 	if !qualified {
 		var ok bool
 		n, ok = topicForStream(s.tenantOf(m), s.cfg.DefaultNamespace, name, nil)
@@ -403,15 +419,24 @@ func (s *Service) drainParked(name tenancy.Name, p *parking) {
 // uncaptured decides about a publish no stream captures: a subject of a
 // known tenant's namespace ("t.ns.topic…") auto-creates its topic (spec
 // §4) and returns it; a JetStream publish (with a reply) into an unknown
-// namespace of a known tenant gets an error naming it; anything else is
-// core NATS. Creating a topic writes to etcd once, on the publisher's
+// namespace of a known tenant gets an error naming it; a tenant account's
+// publish on another tenant's subject is refused (HookDenied); anything
+// else is core NATS. Creating a topic writes to etcd once, on the publisher's
 // reader goroutine.
-func (s *Service) uncaptured(subject, reply []byte) (*stream, broker.HookResult) {
+func (s *Service) uncaptured(account string, subject, reply []byte) (*stream, broker.HookResult) {
 	toks := strings.SplitN(string(subject), ".", 4)
-	if len(toks) < 3 {
+	if len(toks) < 2 {
 		return nil, broker.HookRoute
 	}
 	if !s.cfg.Policies.Tenant(toks[0]) {
+		return nil, broker.HookRoute
+	}
+	if account != "" && toks[0] != account {
+		// nats-wire §4: the tenant is the subject's first token, and a
+		// connection's must be its account.
+		return nil, broker.HookDenied
+	}
+	if len(toks) < 3 {
 		return nil, broker.HookRoute
 	}
 	ns, ok := s.namespace(toks[0], toks[1])

@@ -31,24 +31,28 @@ type envelope struct {
 	// Topic: forward of a publish: the topic ("t/ns/topic") the sender
 	// found capturing the subject, so an owner whose registry has not yet
 	// seen a new topic waits for it instead of dropping the message.
-	Topic  string
-	Header []byte
-	Data   []byte
+	Topic string
+	// Account: forward: the tenant account the client logged in as ("":
+	// the system account, or auth off), so the owner resolves stream names
+	// in that tenant only (version 3 on).
+	Account string
+	Header  []byte
+	Data    []byte
 }
 
-// envelopeVersion 2 added Topic; version 1 envelopes (no Topic) are
-// still read.
-const envelopeVersion = 2
+// envelopeVersion 2 added Topic, 3 Account; versions 1 (no Topic) and 2
+// (no Account) are still read.
+const envelopeVersion = 3
 
 func (e *envelope) marshal() []byte {
-	n := 2 + 6*binary.MaxVarintLen32 + len(e.Origin) + len(e.Subject) + len(e.Reply) + len(e.Show) + len(e.Topic) + len(e.Header) + len(e.Data)
+	n := 2 + 7*binary.MaxVarintLen32 + len(e.Origin) + len(e.Subject) + len(e.Reply) + len(e.Show) + len(e.Topic) + len(e.Account) + len(e.Header) + len(e.Data)
 	return e.appendTo(make([]byte, 0, n))
 }
 
 // appendTo appends e's encoding to b.
 func (e *envelope) appendTo(b []byte) []byte {
 	b = append(b, envelopeVersion, e.Hops)
-	for _, s := range []string{e.Origin, e.Subject, e.Reply, e.Show, e.Topic} {
+	for _, s := range []string{e.Origin, e.Subject, e.Reply, e.Show, e.Topic, e.Account} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
@@ -63,7 +67,7 @@ var errEnvelope = errors.New("jetstream: malformed internal envelope")
 // with b.
 func unmarshalEnvelope(b []byte) (envelope, error) {
 	var e envelope
-	if len(b) < 2 || (b[0] != 1 && b[0] != envelopeVersion) {
+	if len(b) < 2 || b[0] < 1 || b[0] > envelopeVersion {
 		return e, fmt.Errorf("%w: version", errEnvelope)
 	}
 	version := b[0]
@@ -78,11 +82,9 @@ func unmarshalEnvelope(b []byte) (envelope, error) {
 		b = b[k+int(n):]
 		return v, nil
 	}
-	var strs [5]string
-	names := []string{"origin", "subject", "reply", "show", "topic"}
-	if version == 1 {
-		names = names[:4]
-	}
+	var strs [6]string
+	names := []string{"origin", "subject", "reply", "show", "topic", "account"}
+	names = names[:3+int(version)]
 	for i, what := range names {
 		v, err := field(what)
 		if err != nil {
@@ -90,7 +92,7 @@ func unmarshalEnvelope(b []byte) (envelope, error) {
 		}
 		strs[i] = string(v)
 	}
-	e.Origin, e.Subject, e.Reply, e.Show, e.Topic = strs[0], strs[1], strs[2], strs[3], strs[4]
+	e.Origin, e.Subject, e.Reply, e.Show, e.Topic, e.Account = strs[0], strs[1], strs[2], strs[3], strs[4], strs[5]
 	h, err := field("header")
 	if err != nil {
 		return e, err

@@ -10,7 +10,7 @@ import (
 func TestEnvelopeRoundTrip(t *testing.T) {
 	for _, e := range []envelope{
 		{},
-		{Hops: 2, Origin: "solo.b1", Subject: "ord.new", Reply: "_INBOX.x.y", Topic: "demo/streams/ORD", Header: []byte("NATS/1.0\r\nA: b\r\n\r\n"), Data: []byte("payload")},
+		{Hops: 2, Origin: "solo.b1", Subject: "ord.new", Reply: "_INBOX.x.y", Topic: "demo/streams/ORD", Account: "demo", Header: []byte("NATS/1.0\r\nA: b\r\n\r\n"), Data: []byte("payload")},
 		{Origin: "b2", Subject: "_INBOX.a", Reply: "$JS.ACK.S.C.1.2.3.4.5", Show: "ord.a", Data: bytes.Repeat([]byte{0}, 70000)},
 	} {
 		got, err := unmarshalEnvelope(e.marshal())

@@ -24,6 +24,8 @@ type strataRegion struct {
 	store   *metapkg.Store
 	bookies *cluster.Cluster
 	tweak   func(*jetstream.Config)
+	// brokerTweak, when set, edits each broker's Config (e.g. its Auth).
+	brokerTweak func(*broker.Config)
 
 	mu      sync.Mutex
 	brokers []*strataBroker
@@ -61,8 +63,14 @@ func (p staticPeers) Changed() <-chan struct{} { return nil }
 
 // newStrataRegion starts bookies (E3/Qw2/Qa2 over 4) and n brokers.
 func newStrataRegion(t *testing.T, n int, tweak func(*jetstream.Config)) *strataRegion {
+	return newStrataRegionWith(t, n, tweak, nil)
+}
+
+// newStrataRegionWith is newStrataRegion with each broker's Config edited
+// by brokerTweak too.
+func newStrataRegionWith(t *testing.T, n int, tweak func(*jetstream.Config), brokerTweak func(*broker.Config)) *strataRegion {
 	t.Helper()
-	r := &strataRegion{t: t, store: metatest.OpenStore(t), tweak: tweak}
+	r := &strataRegion{t: t, store: metatest.OpenStore(t), tweak: tweak, brokerTweak: brokerTweak}
 	r.bookies = cluster.Start(t, r.store, 4)
 	for i := 1; i <= n; i++ {
 		b := &strataBroker{name: fmt.Sprintf("test.b%d", i), listen: "127.0.0.1:0", routeAddr: "127.0.0.1:0", region: r}
@@ -106,12 +114,16 @@ func (b *strataBroker) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := broker.Start(broker.Config{
+	bcfg := broker.Config{
 		ServerName: b.name, Region: "test", Mesh: "test",
 		ListenAddr: b.listen, RouteAddr: b.routeAddr,
 		Peers: staticPeers{r: r, self: b.name}, Hook: js,
 		Logger: testLogger().With("broker", b.name),
-	})
+	}
+	if r.brokerTweak != nil {
+		r.brokerTweak(&bcfg)
+	}
+	srv, err := broker.Start(bcfg)
 	if err != nil {
 		t.Fatal(err)
 	}

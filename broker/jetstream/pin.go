@@ -88,7 +88,7 @@ func (r *runner) pinAdvisory(o *consumer.Out) {
 		subj += "UNPINNED."
 	}
 	body, _ := json.Marshal(ev)
-	s.srv.PublishInternal([]byte(subj+st.stream+"."+r.name), nil, nil, body)
+	s.srv.PublishInternal(s.space(st.name.Tenant, subj+st.stream+"."+r.name), nil, nil, body)
 }
 
 // statusKV are the headers of a status Out: the last consumer and stream

@@ -104,14 +104,24 @@ func (r *registry) topic(name tenancy.Name) *stream {
 	return r.byTopic[name]
 }
 
-// captures returns the stream capturing a literal subject, or nil. When
-// several match (filters of different tenants), the first is returned.
-func (r *registry) captures(subject []byte) *stream {
+// captures returns the stream capturing a literal subject, or nil: for a
+// tenant account, only that tenant's streams capture its publishes; for
+// the system account ("", or auth off) any tenant's, and when several
+// match (filters of different tenants) the first.
+func (r *registry) captures(account string, subject []byte) *stream {
 	res := r.capture.MatchBytes(subject)
-	if len(res.Plain) == 0 {
-		return nil
+	if account == "" {
+		if len(res.Plain) == 0 {
+			return nil
+		}
+		return res.Plain[0]
 	}
-	return res.Plain[0]
+	for _, st := range res.Plain {
+		if st.name.Tenant == account {
+			return st
+		}
+	}
+	return nil
 }
 
 // overlapping returns the name of a stream of tenant, other than self,

@@ -223,6 +223,6 @@ func (rc *receipt) answer() {
 	slices.Sort(rc.new)
 	for _, i := range rc.new {
 		msg := &b.Msgs[i]
-		t.s.srv.PublishInternal([]byte(msg.Subject), nil, originHeaders(msg.Header, &msg.Origin), msg.Data)
+		t.s.srv.PublishInternal(t.s.space(t.name.Tenant, msg.Subject), nil, originHeaders(msg.Header, &msg.Origin), msg.Data)
 	}
 }

@@ -390,7 +390,7 @@ func (r *runner) emit(outs []consumer.Out) {
 				"type": "io.nats.jetstream.advisory.v1.max_deliver", "stream": st.stream,
 				"consumer": r.name, "stream_seq": o.Seq, "timestamp": s.cfg.Now().UTC(),
 			})
-			s.srv.PublishInternal([]byte("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."+st.stream+"."+r.name), nil, nil, body)
+			s.srv.PublishInternal(s.space(st.name.Tenant, "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."+st.stream+"."+r.name), nil, nil, body)
 		}
 	}
 }

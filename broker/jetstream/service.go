@@ -189,7 +189,20 @@ func (s *Service) ClientPublish(ci broker.ClientInfo, subject, reply, hdr, paylo
 	if !s.started.Load() || len(subject) == 0 {
 		return broker.HookRoute
 	}
+	acct := ci.Account
+	if len(reply) > 0 && acct != "" {
+		// The reply is kept in the client's account space: every answer
+		// and delivery to it (PublishInternal, DeliverLocal) reaches that
+		// account's subscriptions only.
+		reply = broker.AccountSubject(acct, reply)
+	}
 	if subject[0] == '$' {
+		if acct != "" && (bytes.HasPrefix(subject, []byte("$STRATA.")) || bytes.HasPrefix(subject, []byte("$SR."))) {
+			// The mesh's own subjects (replication, configuration, the
+			// region's link): a tenant's credentials never act as a
+			// replicator or a broker.
+			return broker.HookDenied
+		}
 		if bytes.HasPrefix(subject, []byte("$STRATA.CONFIG.")) {
 			return broker.HookRoute // configuration sync: the region's internal subscription takes it
 		}
@@ -202,7 +215,7 @@ func (s *Service) ClientPublish(ci broker.ClientInfo, subject, reply, hdr, paylo
 			return broker.HookRoute
 		}
 		if bytes.HasPrefix(subject, []byte("$JS.ACK.")) || isAPISubject(subject) {
-			s.dispatch(message{origin: s.cfg.Name, subject: string(subject), reply: string(reply),
+			s.dispatch(message{origin: s.cfg.Name, account: acct, subject: string(subject), reply: string(reply),
 				hdr: bytes.Clone(hdr), data: bytes.Clone(payload)})
 			return broker.HookConsumed
 		}
@@ -225,16 +238,16 @@ func (s *Service) ClientPublish(ci broker.ClientInfo, subject, reply, hdr, paylo
 			return broker.HookConsumed
 		}
 	}
-	st := s.reg.captures(subject)
+	st := s.reg.captures(acct, subject)
 	if st == nil {
 		var res broker.HookResult
-		if st, res = s.uncaptured(subject, reply); st == nil {
+		if st, res = s.uncaptured(acct, subject, reply); st == nil {
 			return res
 		}
 	}
 	// A publish to a topic served here is stored (copied) before
 	// dispatch returns; toOwner copies it first when it must wait.
-	s.dispatch(message{origin: s.cfg.Name, subject: string(subject), reply: string(reply),
+	s.dispatch(message{origin: s.cfg.Name, account: acct, subject: string(subject), reply: string(reply),
 		hdr: hdr, data: payload, stream: st, borrowed: true})
 	return broker.HookStored
 }
@@ -252,7 +265,11 @@ func isAPISubject(subject []byte) bool {
 
 // message is a client message on its way to the owner of its topic.
 type message struct {
-	origin  string // broker the client is connected to
+	origin string // broker the client is connected to
+	// account is the tenant account the client logged in as ("": the
+	// system account, or auth off): stream names resolve in it only, and
+	// reply is already in its subject space (broker.AccountSubject).
+	account string
 	hops    uint8
 	subject string
 	reply   string
@@ -281,9 +298,9 @@ func (s *Service) onForward(_, _, _, payload []byte) {
 		s.cfg.Logger.Warn("dropping a malformed forwarded message", "err", err)
 		return
 	}
-	m := message{origin: e.Origin, hops: e.Hops, subject: e.Subject, reply: e.Reply, hdr: e.Header, data: e.Data}
+	m := message{origin: e.Origin, account: e.Account, hops: e.Hops, subject: e.Subject, reply: e.Reply, hdr: e.Header, data: e.Data}
 	if !strings.HasPrefix(m.subject, "$") {
-		if m.stream = s.reg.captures([]byte(m.subject)); m.stream == nil {
+		if m.stream = s.reg.captures(m.account, []byte(m.subject)); m.stream == nil {
 			// A topic created a moment ago, which this broker's registry
 			// has not seen yet: wait for it (parked, in order), as for a
 			// topic without a serving owner.
@@ -318,7 +335,7 @@ func (s *Service) onDelivery(_, _, _, payload []byte) {
 // internal link.
 func (s *Service) forward(name tenancy.Name, owner string, m message) {
 	s.trackPull(name, owner, m)
-	e := envelope{Hops: m.hops + 1, Origin: m.origin, Subject: m.subject, Reply: m.reply, Header: m.hdr, Data: m.data}
+	e := envelope{Hops: m.hops + 1, Origin: m.origin, Account: m.account, Subject: m.subject, Reply: m.reply, Header: m.hdr, Data: m.data}
 	if m.stream != nil {
 		e.Topic = name.String()
 	}
@@ -334,6 +351,15 @@ func (s *Service) deliver(origin, inbox, show, reply string, hdr, data []byte) {
 	}
 	e := envelope{Origin: s.cfg.Name, Subject: inbox, Reply: reply, Show: show, Header: hdr, Data: data}
 	s.srv.PublishInternal([]byte(dlvPrefix+origin), nil, nil, e.marshal())
+}
+
+// space is subject in tenant's subject space when tenants have accounts
+// of their own (Config.AccountSpaces), else subject.
+func (s *Service) space(tenant, subject string) []byte {
+	if s.cfg.AccountSpaces {
+		return broker.AccountSubject(tenant, []byte(subject))
+	}
+	return []byte(subject)
 }
 
 // respond publishes an API reply or PubAck to a client's reply subject
