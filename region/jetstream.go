@@ -36,6 +36,8 @@ func (n *Node) newJetStream() (*jetstream.Service, error) {
 		Region:        n.cfg.Region,
 		RemoteBrokers: n.remoteBrokers,
 		LinkOptions:   n.nauth.natsOptions(),
+		// With auth.nats, tenants' clients are in accounts of their own.
+		AccountSpaces: n.nauth != nil,
 	}
 	// Tiered storage (ARCHITECTURE §6): the region's tier, opened here so
 	// that a misconfigured one stops the broker with a clear error.
