@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/stratamesh/strata/internal/supervisor"
+	"github.com/stratamesh/strata/tenancy"
+)
+
+// TestNATSUsersAcrossRegions: on a 2-region mesh with auth.nats, a user
+// added through the CLI in r1 connects with nats.UserCredentials in both
+// regions and publishes and subscribes; a client without credentials is
+// refused; after `revoke` the user's live connections in both regions are
+// closed and a reconnect is refused.
+func TestNATSUsersAcrossRegions(t *testing.T) {
+	seeds := t.TempDir()
+	op, sys, err := supervisor.GenerateNATSSeeds(seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	regions := []string{"r1", "r2"}
+	topo := geoMeshWith("natsusers", regions, 500, "") + fmt.Sprintf(
+		"auth:\n  enabled: true\n  superuser_token_sha256: %s\n  nats: {operator_seed_file: %s, system_account_seed_file: %s}\n",
+		tenancy.HashSecret(superToken), op, sys)
+	c := startGeoCluster(t, topo, regions)
+	c.mustAdmin(t, "r1", http.MethodPut, "/admin/v1/tenants/acme", superToken, `{}`, http.StatusCreated)
+
+	creds := filepath.Join(t.TempDir(), "alice.creds")
+	out, errOut, code := strata(t, "admin", "tenants", "users", "add", "acme", "alice", "--url", c.regions["r1"].brokers["b1"].report.Admin,
+		"--token", superToken, "--expiry", "1h", "-o", creds)
+	if code != 0 || !strings.Contains(out, "nats --creds "+creds) {
+		t.Fatalf("users add: %d\n%s\n%s", code, out, errOut)
+	}
+	if st, err := os.Stat(creds); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("creds file: %v %v", st, err)
+	}
+
+	if nc, err := nats.Connect(strings.Join(c.regions["r1"].urls(), ","), nats.Timeout(2*time.Second)); err == nil {
+		nc.Close()
+		t.Fatal("a client without credentials connected")
+	}
+	// The user works in both regions (r2 once the account has reached it).
+	conns := map[string]*nats.Conn{}
+	closed := map[string]chan struct{}{}
+	for _, r := range regions {
+		ch := make(chan struct{})
+		closed[r] = ch
+		var nc *nats.Conn
+		took := waitFor(t, "alice connects in "+r, 30*time.Second, func() bool {
+			nc, err = nats.Connect(strings.Join(c.regions[r].urls(), ","), nats.UserCredentials(creds), nats.Timeout(2*time.Second),
+				nats.MaxReconnects(2), nats.ReconnectWait(200*time.Millisecond), nats.ClosedHandler(func(*nats.Conn) { close(ch) }))
+			return err == nil
+		})
+		t.Logf("%s: alice connected %v after asking", r, took)
+		conns[r] = nc
+		defer nc.Close()
+		sub, err := nc.SubscribeSync("chat.room")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := nc.Publish("chat.room", []byte("hi from "+r)); err != nil {
+			t.Fatal(err)
+		}
+		m, err := sub.NextMsg(10 * time.Second)
+		if err != nil || string(m.Data) != "hi from "+r {
+			t.Fatalf("%s: pub/sub as alice: %v %v", r, m, err)
+		}
+	}
+
+	out, errOut, code = strata(t, "admin", "tenants", "users", "list", "acme", "--url", c.regions["r2"].brokers["b1"].report.Admin, "--token", superToken)
+	if code != 0 || !strings.Contains(out, "alice") {
+		t.Fatalf("users list in r2: %d\n%s\n%s", code, out, errOut)
+	}
+	revoked := time.Now()
+	if out, errOut, code = strata(t, "admin", "tenants", "users", "revoke", "acme", "alice", "--url", c.regions["r1"].brokers["b1"].report.Admin, "--token", superToken); code != 0 {
+		t.Fatalf("users revoke: %d\n%s\n%s", code, out, errOut)
+	}
+	for _, r := range regions {
+		select {
+		case <-closed[r]:
+			t.Logf("%s: alice's connection closed %v after the revoke", r, time.Since(revoked).Round(time.Millisecond))
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: alice's connection still open 30 s after the revoke (connected: %v)", r, conns[r].IsConnected())
+		}
+		nc, err := nats.Connect(strings.Join(c.regions[r].urls(), ","), nats.UserCredentials(creds), nats.Timeout(2*time.Second))
+		if err == nil {
+			nc.Close()
+			t.Fatalf("%s: alice reconnected after the revoke", r)
+		}
+		if !errors.Is(err, nats.ErrAuthorization) && !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+			t.Fatalf("%s: reconnect refused with %v, want an authorization violation", r, err)
+		}
+	}
+}
