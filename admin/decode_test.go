@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -361,19 +362,8 @@ func FuzzDecodeRequests(f *testing.F) {
 	})
 }
 
-func newLike(v any) any {
-	switch v.(type) {
-	case *ReadOnlyRequest:
-		return &ReadOnlyRequest{}
-	case *OffloadRequest:
-		return &OffloadRequest{}
-	case *SubscriptionRequest:
-		return &SubscriptionRequest{}
-	case *UserRequest:
-		return &UserRequest{}
-	}
-	return &UnloadRequest{}
-}
+// newLike is a new zero value of v's request type.
+func newLike(v any) any { return reflect.New(reflect.TypeOf(v).Elem()).Interface() }
 
 // FuzzPathParams: the path-parameter checks accept exactly the canonical
 // forms.

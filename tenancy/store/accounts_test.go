@@ -97,6 +97,10 @@ func TestAccountsReplicate(t *testing.T) {
 	if err := a.PutUser(ctx, user("pay", "cy", "UCY", "A1")); err != nil {
 		t.Fatal(err)
 	}
+	// (A user made in one region while its tenant is deleted in another
+	// stays hidden with the tenant; were the tenant made again it would
+	// be stale: signed by the old account, refused by every broker.)
+	waitFor(t, func() bool { _, ok := b.User("pay", "cy"); return ok })
 	if err := b.DeleteTenant(ctx, "pay", false); err != nil {
 		t.Fatal(err)
 	}
