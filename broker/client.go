@@ -178,9 +178,11 @@ func (c *client) send(b []byte) {
 }
 
 func (c *client) slowConsumer() {
+	if !c.out.abort(natsproto.AppendErr(nil, errTextSlowConsumer)) {
+		return // already closing
+	}
 	c.srv.slowConsumers.Add(1)
 	c.srv.logger.Warn("slow consumer: closing client", "cid", c.cid, "remote", c.remote, "name", c.name)
-	c.out.abort(natsproto.AppendErr(nil, errTextSlowConsumer))
 }
 
 // validPublishSubject accepts what the reference delivers: non-empty
@@ -499,24 +501,16 @@ func (s *subscription) deliver(p *producer, subject, reply, hdr, payload []byte)
 	if !c.headers.Load() {
 		hdr = nil
 	}
-	o := c.out
-	o.mu.Lock()
-	if o.closed || o.closing {
-		o.mu.Unlock()
+	r := c.out.appendMsg(subject, s.sidB, reply, hdr, payload)
+	if r == enqClosed {
 		return false
 	}
-	o.buf = natsproto.AppendMsg(o.buf, subject, s.sidB, reply, hdr, payload)
-	r := o.afterAppendLocked()
-	o.mu.Unlock()
 	c.srv.outMsgs.Add(1)
-	switch r {
-	case enqSlow:
+	if r == enqSlow {
 		c.slowConsumer()
 		return false
-	case enqStall:
-		p.stalled = append(p.stalled, o)
 	}
-	p.touch(o)
+	p.queued(c.out, r)
 	return true
 }
 

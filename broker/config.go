@@ -22,10 +22,13 @@ const (
 	DefaultFirstPing      = 2 * time.Second
 	DefaultMaxPingsOut    = 2
 	DefaultMaxPending     = 64 << 20 // bytes per connection; nats-server's max_pending
-	DefaultWriteDeadline  = 10 * time.Second
-	DefaultAuthTimeout    = 2 * time.Second
-	DefaultRoutePing      = 5 * time.Second
 	DefaultMaxSubs        = 1 << 16
+	// DefaultMaxOutboundTotal is Config.MaxOutboundTotal's default, in
+	// bytes, when MaxPending is at most half of it (else 2×MaxPending).
+	DefaultMaxOutboundTotal = 128 << 20
+	DefaultWriteDeadline    = 10 * time.Second
+	DefaultAuthTimeout      = 2 * time.Second
+	DefaultRoutePing        = 5 * time.Second
 )
 
 // Config configures a Server. Zero fields take the defaults above;
@@ -75,6 +78,22 @@ type Config struct {
 	// JWT's limit may lower it); one more gets -ERR 'Maximum Subscriptions
 	// Exceeded' and is not made. Default 65536; -1: no limit.
 	MaxSubscriptions int
+	// MaxOutboundTotal bounds the memory, in bytes, the broker holds for
+	// bytes queued to all its connections (clients and routes) together:
+	// queued data, writes in progress, and blocks kept idle for reuse
+	// (idle ones above a sixteenth of it, at most 8 MiB, are released
+	// within seconds). When more than half is in use, client publishers
+	// that queue to any connection are held back up to 20 ms per read; when
+	// that has lasted 100 ms, or a delivery finds the budget spent, the
+	// client connection with the largest backlog is closed with -ERR 'Slow
+	// Consumer' (counted in Stats().SlowConsumers). Routes count but are
+	// never closed for it (they are bounded by 4×MaxPending each). A
+	// delivery goes past the bound only when no client connection is left
+	// to close. Trade-off: a larger budget lets more readers fall further
+	// behind before anyone is cut; the broker's heap may grow by about this
+	// much under slow consumers. Default 128 MiB, or 2×MaxPending if that
+	// is larger; it must be at least MaxPending.
+	MaxOutboundTotal int
 	// WriteDeadline bounds one socket write; a client that does not read
 	// for this long is closed. Default 10 s.
 	WriteDeadline time.Duration
@@ -118,6 +137,7 @@ func (c Config) withDefaults() Config {
 	set(&c.MaxPingsOut, DefaultMaxPingsOut)
 	set(&c.MaxPending, DefaultMaxPending)
 	set(&c.MaxSubscriptions, DefaultMaxSubs)
+	set(&c.MaxOutboundTotal, max(DefaultMaxOutboundTotal, 2*c.MaxPending))
 	setD(&c.PingInterval, DefaultPingInterval)
 	setD(&c.FirstPing, DefaultFirstPing)
 	setD(&c.WriteDeadline, DefaultWriteDeadline)
@@ -149,6 +169,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxPending < 0 || (c.MaxPending > 0 && c.MaxPending < c.MaxPayload) {
 		errs = append(errs, fmt.Errorf("broker: MaxPending %d is below MaxPayload %d", c.MaxPending, c.MaxPayload))
+	}
+	if c.MaxOutboundTotal < 0 || (c.MaxOutboundTotal > 0 && c.MaxOutboundTotal < c.MaxPending) {
+		errs = append(errs, fmt.Errorf("broker: MaxOutboundTotal %d is below MaxPending %d", c.MaxOutboundTotal, c.MaxPending))
 	}
 	for name, d := range map[string]time.Duration{"PingInterval": c.PingInterval, "FirstPing": c.FirstPing,
 		"WriteDeadline": c.WriteDeadline, "AuthTimeout": c.AuthTimeout, "RoutePing": c.RoutePing} {

@@ -15,10 +15,12 @@ const stallWait = 20 * time.Millisecond
 
 // producer is a reader goroutine's scratch for the deliveries of one read:
 // the connections it queued to (kicked once at the end), the ones over
-// half full (waited on briefly), and per-route queue choices.
+// half full (waited on briefly), the server's outbound budget when it was
+// over half (waited on briefly too), and per-route queue choices.
 type producer struct {
 	touched []*outbound
 	stalled []*outbound
+	budget  *outBudget
 	routeQs []routeQueues
 }
 
@@ -30,6 +32,19 @@ type routeQueues struct {
 	queues [][]byte
 }
 
+// queued records a delivery that queued to o with result r (not enqSlow
+// or enqClosed): o is kicked at the end of the read, and the reader is
+// held back there if o or the budget is over half full.
+func (p *producer) queued(o *outbound, r enqueueResult) {
+	if r == enqStall {
+		p.stalled = append(p.stalled, o)
+	}
+	if o.budget.over() {
+		p.budget = o.budget
+	}
+	p.touch(o)
+}
+
 func (p *producer) touch(o *outbound) {
 	if n := len(p.touched); n > 0 && p.touched[n-1] == o {
 		return
@@ -38,7 +53,8 @@ func (p *producer) touch(o *outbound) {
 }
 
 // flush wakes every writer this read queued to, then holds the reader
-// back while connections it fed are over half full.
+// back while connections it fed, or the server's outbound budget, are over
+// half full.
 func (p *producer) flush() {
 	for i, o := range p.touched {
 		o.kick()
@@ -50,6 +66,10 @@ func (p *producer) flush() {
 		p.stalled[i] = nil
 	}
 	p.stalled = p.stalled[:0]
+	if b := p.budget; b != nil {
+		p.budget = nil
+		b.hold(stallWait)
+	}
 }
 
 // flushNoStall wakes the writers without waiting on full ones: a route's
@@ -60,6 +80,7 @@ func (p *producer) flushNoStall() {
 		p.stalled[i] = nil
 	}
 	p.stalled = p.stalled[:0]
+	p.budget = nil
 	p.flush()
 }
 

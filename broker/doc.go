@@ -27,5 +27,10 @@
 // lock from the publisher's reader goroutine; the writer is kicked once per
 // read. A publisher feeding a connection that is over half of MaxPending
 // waits up to 20 ms per read for it to drain; a connection over MaxPending
-// is closed as a slow consumer. Server.Close stops everything and waits.
+// is closed as a slow consumer. All queues draw 64 KiB blocks from one
+// server-wide budget (MaxOutboundTotal, outbudget.go): over half of it,
+// client readers that queued anywhere wait up to 20 ms per read; after
+// 100 ms over half, or when it is spent, the client connection with the
+// largest backlog is closed as a slow consumer. Route readers are never
+// held back. Server.Close stops everything and waits.
 package broker

@@ -157,7 +157,7 @@ func (s *Server) runRoute(hello routeHello, conn net.Conn, br *bufio.Reader) {
 	peer := hello.Name
 	r := &route{
 		srv: s, peer: peer, conn: conn, clientAddr: hello.ClientAddr,
-		out:      newOutbound(conn, 4*s.cfg.MaxPending, s.cfg.WriteDeadline),
+		out:      newOutbound(conn, 4*s.cfg.MaxPending, s.cfg.WriteDeadline, s.outBudget),
 		parser:   natsproto.NewParser(natsproto.Config{Kind: natsproto.KindRoute, MaxControlLine: 64 << 10, MaxPayload: s.cfg.MaxPayload + routeOverhead, Headers: true}),
 		interest: map[interestKey]struct{}{},
 	}
@@ -272,24 +272,16 @@ func (r *route) sendInterestLocked(add bool, k interestKey) {
 
 // forward queues an RMSG for m with the queue groups chosen for this peer.
 func (r *route) forward(p *producer, m *natsproto.Msg, queues [][]byte) bool {
-	o := r.out
-	o.mu.Lock()
-	if o.closed || o.closing {
-		o.mu.Unlock()
-		return false
-	}
-	o.buf = natsproto.AppendRMsg(o.buf, m.Subject, m.Reply, m.Header, m.Payload, queues)
-	res := o.afterAppendLocked()
-	o.mu.Unlock()
+	res := r.out.appendRMsg(m, queues)
 	switch res {
+	case enqClosed:
+		return false
 	case enqSlow:
 		r.srv.logger.Warn("route over its buffer bound: closing it", "peer", r.peer)
 		go r.close("slow route")
 		return false
-	case enqStall:
-		p.stalled = append(p.stalled, o)
 	}
-	p.touch(o)
+	p.queued(r.out, res)
 	return true
 }
 

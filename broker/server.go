@@ -41,6 +41,8 @@ type Server struct {
 	kickPeers chan struct{}       // capacity 1: re-evaluate routes now
 	closing   bool
 
+	outBudget *outBudget // Config.MaxOutboundTotal, shared by every connection
+
 	nextCID atomic.Uint64
 	quit    chan struct{}
 	wg      sync.WaitGroup
@@ -76,6 +78,7 @@ func Start(cfg Config) (*Server, error) {
 		dialing:   map[string]bool{},
 		kickPeers: make(chan struct{}, 1),
 		quit:      make(chan struct{}),
+		outBudget: newOutBudget(cfg.MaxOutboundTotal),
 	}
 	var err error
 	if s.ln, err = net.Listen("tcp", cfg.ListenAddr); err != nil {
@@ -160,7 +163,7 @@ func (s *Server) Close(ctx context.Context) error {
 		}
 	})
 	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	go func() { s.wg.Wait(); s.outBudget.stop(); close(done) }()
 	select {
 	case <-done:
 		return nil
@@ -194,7 +197,7 @@ func (s *Server) startClient(conn net.Conn) {
 		srv:    s,
 		cid:    s.nextCID.Add(1),
 		conn:   conn,
-		out:    newOutbound(conn, s.cfg.MaxPending, s.cfg.WriteDeadline),
+		out:    newOutbound(conn, s.cfg.MaxPending, s.cfg.WriteDeadline, s.outBudget),
 		remote: conn.RemoteAddr().String(),
 		subs:   map[string]*subscription{},
 		// Before CONNECT the reference acts as if verbose and echo were on.
@@ -217,6 +220,7 @@ func (s *Server) startClient(conn net.Conn) {
 	s.clients[c.cid] = c
 	s.mu.Unlock()
 
+	c.out.onShed = c.slowConsumer
 	c.out.onTimeout = func() {
 		s.slowConsumers.Add(1)
 		s.logger.Warn("slow consumer: a write to the client passed its deadline; closing it", "cid", c.cid, "remote", c.remote, "deadline", s.cfg.WriteDeadline)

@@ -42,7 +42,10 @@ collector at GOGC=400 (its heap may grow to five times what is live before a
 collection) rather than Go's 100: a broker allocates per message, and at 100
 collection took ~14% of its CPU and held PubAcks back (docs/perf.md, JetStream
 runs 7-9). Bookies and meta nodes keep Go's default: a bookie's live heap is
-mostly its write cache, which a higher GOGC would multiply.`,
+mostly its write cache, which a higher GOGC would multiply. No memory limit is
+set: a broker bounds its outbound buffers itself (broker.Config.MaxOutboundTotal)
+and reuses them rather than leaving them to the collector; GOMEMLIMIT in the
+environment sets one (the Go runtime reads it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			m, _, err := loadTopology(file)
