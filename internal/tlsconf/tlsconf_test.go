@@ -77,7 +77,9 @@ func TestLoadMalformed(t *testing.T) {
 		{"ca not pem", func(f *topology.TLS) { f.CAFile = write("ca.txt", "hello") }, "tls.ca_file " + dir + "/ca.txt: no PEM certificate in it", true},
 		{"missing key", func(f *topology.TLS) { f.KeyFile = filepath.Join(dir, "nokey.pem") }, "tls.key_file: stat ", false},
 		{"key of another cert", func(f *topology.TLS) { f.KeyFile = d.Path(DevClientKeyFile) }, "tls.cert_file " + d.Path(DevNodeCertFile) + " and tls.key_file", true},
-		{"garbage cert", func(f *topology.TLS) { f.CertFile = write("garbage.pem", "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n") }, "tls.cert_file " + dir + "/garbage.pem", true},
+		{"garbage cert", func(f *topology.TLS) {
+			f.CertFile = write("garbage.pem", "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
+		}, "tls.cert_file " + dir + "/garbage.pem", true},
 		{"cert of another CA", func(f *topology.TLS) { f.CAFile = other.Path(DevCAFile) }, "is not usable with tls.ca_file " + other.Path(DevCAFile) + ": x509: certificate signed by unknown authority", true},
 		{"missing gossip key", func(f *topology.TLS) { f.GossipKeyFile = filepath.Join(dir, "g") }, "tls.gossip_key_file: open", false},
 		{"gossip key not base64", func(f *topology.TLS) { f.GossipKeyFile = write("g1", "not base64!!\n") }, "want the base64 of 16, 24 or 32 random bytes", true},
