@@ -72,6 +72,8 @@ type serverInfo struct {
 	ClientID      uint64   `json:"client_id"`
 	ClientIP      string   `json:"client_ip,omitempty"`
 	AuthRequired  bool     `json:"auth_required,omitempty"`
+	TLSRequired   bool     `json:"tls_required,omitempty"`
+	TLSVerify     bool     `json:"tls_verify,omitempty"`
 	JetStream     bool     `json:"jetstream"`
 	Region        string   `json:"cluster,omitempty"`
 	ConnectURLs   []string `json:"connect_urls,omitempty"`
