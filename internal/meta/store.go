@@ -1,8 +1,8 @@
 package meta
 
 import (
-	"crypto/tls"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
