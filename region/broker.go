@@ -43,6 +43,7 @@ func (n *Node) startBroker() error {
 			Peers:         &lanPeers{pool: &n.lanRef, self: n.name},
 			StrataVersion: Version,
 			Hook:          n.js,
+			TLS:           n.brokerTLS(),
 			Logger:        n.logger,
 		})
 	})

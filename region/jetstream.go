@@ -35,6 +35,7 @@ func (n *Node) newJetStream() (*jetstream.Service, error) {
 		// regions' brokers in the Serf WAN pool.
 		Region:        n.cfg.Region,
 		RemoteBrokers: n.remoteBrokers,
+		LinkTLS:       n.clientTLS(),
 	}
 	// Tiered storage (ARCHITECTURE §6): the region's tier, opened here so
 	// that a misconfigured one stops the broker with a clear error.

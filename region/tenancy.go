@@ -211,6 +211,7 @@ func (c *controlPlane) linkTo(region string) (*link.Link, error) {
 	l, err := link.New(link.Config{
 		Remote: region, Name: "strata-config " + c.n.cfg.Region + "/" + c.n.name,
 		Brokers: func() []string { return c.n.remoteBrokers(region) }, Logger: c.n.logger,
+		TLS: c.n.clientTLS(),
 	})
 	if err != nil {
 		return nil, err

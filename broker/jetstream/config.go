@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"time"
@@ -133,6 +134,9 @@ type Config struct {
 	// (the Serf WAN pool's members tagged with it): where replicator
 	// cursors send. Nil: nothing is replicated out.
 	RemoteBrokers func(region string) []string
+	// LinkTLS, when set, is the client config of the replication links to
+	// other regions' brokers (link.Config.TLS). Nil: plaintext.
+	LinkTLS *tls.Config
 	// Replicator tunes replicator cursors (send window, batching,
 	// backoff, stall time); zero fields take replicator's defaults.
 	Replicator replicator.Config

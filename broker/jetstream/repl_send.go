@@ -119,6 +119,7 @@ func (s *Service) link(remote string) (*link.Link, error) {
 	l, err := link.New(link.Config{
 		Remote: remote, Name: "strata-replicator " + s.cfg.Region + "/" + s.cfg.Name,
 		Brokers: func() []string { return s.cfg.RemoteBrokers(remote) },
+		TLS:     s.cfg.LinkTLS,
 		Logger:  s.cfg.Logger,
 	})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 // natsFlags find a region's brokers: --server, else mesh.json.
 type natsFlags struct {
 	server, dataDir, region string
+	tls                     tlsFlags
 }
 
 func (f *natsFlags) add(cmd *cobra.Command) {
@@ -25,6 +26,7 @@ func (f *natsFlags) add(cmd *cobra.Command) {
 	p.StringVarP(&f.server, "server", "s", "", "NATS URL(s) of brokers, comma-separated (default: the region's brokers from <data-dir>/mesh.json)")
 	p.StringVar(&f.dataDir, "data-dir", "", "data directory of a running 'strata up' (default ./strata-data)")
 	p.StringVar(&f.region, "region", "", "region whose brokers to use (default: the first region in mesh.json)")
+	f.tls.register(p)
 }
 
 func (f *natsFlags) connect(name string) (*nats.Conn, error) {
@@ -40,7 +42,15 @@ func (f *natsFlags) connect(name string) (*nats.Conn, error) {
 		}
 		url = strings.Join(urls, ",")
 	}
-	nc, err := nats.Connect(url, nats.Name(name), nats.Timeout(5*time.Second))
+	opts := []nats.Option{nats.Name(name), nats.Timeout(5 * time.Second)}
+	tc, err := f.tls.config(f.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
+		opts = append(opts, nats.Secure(tc))
+	}
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", url, err)
 	}

@@ -1,6 +1,7 @@
 package link
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,7 +42,12 @@ type Config struct {
 	// dropped and made again from a fresh Brokers list. Default 3 s.
 	Redial time.Duration
 	// Check is how often the link's state is reviewed. Default 250 ms.
-	Check  time.Duration
+	Check time.Duration
+	// TLS, when set, is the client config the link dials with: the CA the
+	// remote brokers' certificates are checked against, and this node's
+	// certificate for brokers that require one. Nil: what the remote's
+	// INFO asks for, with the system's roots.
+	TLS    *tls.Config
 	Logger *slog.Logger
 }
 
@@ -226,14 +232,18 @@ func (l *Link) dial() (*nats.Conn, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("link: no live broker of region %s in the WAN pool", l.cfg.Remote)
 	}
-	nc, err := nats.Connect(strings.Join(urls, ","),
+	opts := []nats.Option{
 		nats.Name(l.cfg.Name),
 		nats.Timeout(connectTimeout),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(reconnectWait),
 		nats.ReconnectBufSize(reconnectBufBytes),
 		nats.NoEcho(),
-	)
+	}
+	if l.cfg.TLS != nil {
+		opts = append(opts, nats.Secure(l.cfg.TLS))
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("link: connect to region %s (%s): %w", l.cfg.Remote, strings.Join(urls, ","), err)
 	}
