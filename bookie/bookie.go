@@ -2,6 +2,7 @@ package bookie
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/stratamesh/strata/bookie/storage"
 	"github.com/stratamesh/strata/internal/meta"
@@ -58,6 +60,10 @@ type BookieConfig struct {
 	FreeBytesDelta int64
 	// Limits bound requests and streams (see Limits).
 	Limits Limits
+	// TLS, when set, serves gRPC over TLS with this server config; to
+	// admit only other nodes it should require and verify client
+	// certificates (mutual TLS). Nil: plaintext.
+	TLS *tls.Config
 	// Now and NewInstance make the cookie deterministic in tests; nil:
 	// time.Now and a random UUID.
 	Now         func() time.Time
@@ -167,7 +173,11 @@ func (b *Bookie) start(ctx context.Context) error {
 		Storage: b.st, BookieID: b.cfg.ID, Instance: cookie.Instance, Address: b.addr,
 		Logger: b.cfg.Logger, Limits: b.cfg.Limits,
 	})
-	b.gs = grpc.NewServer(ServerOptions()...)
+	sopts := ServerOptions()
+	if b.cfg.TLS != nil {
+		sopts = append(sopts, grpc.Creds(credentials.NewTLS(b.cfg.TLS)))
+	}
+	b.gs = grpc.NewServer(sopts...)
 	b.srv.Register(b.gs)
 	b.serveDone = make(chan struct{})
 	go func(lis net.Listener) {

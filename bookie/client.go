@@ -2,6 +2,7 @@ package bookie
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/stratamesh/strata/bookie/bookiepb"
@@ -23,8 +25,12 @@ type DialOptions struct {
 	// the bookie (Info) and pins whatever instance answers — for tools and
 	// tests only, since it defeats the check.
 	Instance string
+	// TLS, when set, dials over TLS with this client config (the CA, and
+	// the node's certificate for bookies that require one). Nil:
+	// plaintext.
+	TLS *tls.Config
 	// GRPC are extra gRPC dial options, applied after the defaults
-	// (insecure transport, MaxMessageSize in both directions).
+	// (transport credentials from TLS, MaxMessageSize in both directions).
 	GRPC []grpc.DialOption
 }
 
@@ -47,8 +53,12 @@ type Client struct {
 // Dial creates a client for the bookie at addr (host:port). It does not
 // wait for a connection unless opts.Instance is empty (then it calls Info).
 func Dial(ctx context.Context, addr string, opts DialOptions) (*Client, error) {
+	creds := insecure.NewCredentials()
+	if opts.TLS != nil {
+		creds = credentials.NewTLS(opts.TLS)
+	}
 	dopts := append([]grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(creds),
 		// As the server's (see addWindowBytes).
 		grpc.WithInitialWindowSize(addWindowBytes), grpc.WithInitialConnWindowSize(4 * addWindowBytes),
 		grpc.WithWriteBufferSize(transportBufferBytes), grpc.WithReadBufferSize(transportBufferBytes),

@@ -109,6 +109,10 @@ type Config struct {
 	// Hook, when set, sees every client publish before it is routed (the
 	// JetStream layer). Nil routes everything as core NATS.
 	Hook PublishHook
+	// TLS, when set, serves NATS clients over TLS (INFO tls_required; a
+	// plaintext client is refused) and secures the internal link (see
+	// TLSConfig in tls.go). Nil: both plaintext.
+	TLS *TLSConfig
 	// StrataVersion is reported in INFO as "strata_version".
 	StrataVersion string
 	// Logger receives the broker's logs; nil discards them.
@@ -181,6 +185,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxPingsOut < 0 {
 		errs = append(errs, fmt.Errorf("broker: MaxPingsOut %d is negative", c.MaxPingsOut))
+	}
+	if err := c.TLS.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Peers != nil && c.RouteAddr == "" {
 		errs = append(errs, errors.New("broker: Peers needs a RouteAddr"))

@@ -80,6 +80,8 @@ type serverInfo struct {
 	ClientIP      string   `json:"client_ip,omitempty"`
 	AuthRequired  bool     `json:"auth_required,omitempty"`
 	Nonce         string   `json:"nonce,omitempty"`
+	TLSRequired   bool     `json:"tls_required,omitempty"`
+	TLSVerify     bool     `json:"tls_verify,omitempty"`
 	JetStream     bool     `json:"jetstream"`
 	Region        string   `json:"cluster,omitempty"`
 	ConnectURLs   []string `json:"connect_urls,omitempty"`

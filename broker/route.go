@@ -111,6 +111,7 @@ func (s *Server) dialRoute(p Peer) error {
 	if err != nil {
 		return err
 	}
+	conn = s.wrapRouteDial(conn, p.RouteAddr) // TLS: broker/tls.go
 	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	b, _ := json.Marshal(s.hello())
 	if _, err := conn.Write(append(append([]byte("CONNECT "), b...), '\r', '\n')); err != nil {

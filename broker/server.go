@@ -89,6 +89,7 @@ func Start(cfg Config) (*Server, error) {
 			s.ln.Close()
 			return nil, fmt.Errorf("broker: listen for the internal link on %s: %w", cfg.RouteAddr, err)
 		}
+		s.routeLn = s.wrapRouteListener(s.routeLn) // TLS: broker/tls.go
 		s.goRun(s.acceptRoutes)
 	}
 	s.goRun(s.acceptClients)
@@ -193,6 +194,7 @@ func (s *Server) acceptClients() {
 
 // startClient sends INFO and starts the client's reader and writer.
 func (s *Server) startClient(conn net.Conn) {
+	conn = s.wrapClientConn(conn) // TLS after INFO: broker/tls.go
 	c := &client{
 		srv:    s,
 		cid:    s.nextCID.Add(1),
@@ -281,6 +283,7 @@ func (s *Server) infoLine(c *client) []byte {
 	if s.routeLn != nil {
 		info.ConnectURLs = s.connectURLs()
 	}
+	info.TLSRequired, info.TLSVerify = s.tlsInfo() // broker/tls.go
 	b, _ := json.Marshal(info)
 	return append(append([]byte("INFO "), b...), '\r', '\n')
 }

@@ -98,7 +98,7 @@ func (a bookiesAdmin) Bookies(ctx context.Context) ([]admin.BookieView, error) {
 	for i, g := range regs {
 		out[i] = admin.BookieView{ID: g.ID, Instance: g.Instance, Address: g.Address, ReadOnly: g.ReadOnly,
 			FreeBytes: g.FreeBytes, TotalBytes: g.TotalBytes, Registered: true}
-		wg.Go(func() { liveBookieInfo(ctx, &out[i]) })
+		wg.Go(func() { liveBookieInfo(ctx, &out[i], a.n.clientTLS()) })
 	}
 	wg.Wait()
 	return out, nil

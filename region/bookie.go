@@ -2,6 +2,7 @@ package region
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"strconv"
@@ -44,6 +45,7 @@ func (n *Node) runBookie(ctx context.Context, dir string, port int) (*bookie.Boo
 		Meta:            n.store,
 		Logger:          n.logger,
 		RegistrationTTL: n.cfg.RegistrationTTL,
+		TLS:             n.mutualTLS(),
 		HasStorageData:  func() (bool, error) { return storage.HasData(nil, dir) },
 		OpenStorage: func(context.Context) (storage.Storage, error) {
 			sc := storage.DefaultConfig()
@@ -117,10 +119,10 @@ const bookieInfoTimeout = 2 * time.Second
 // `strata admin bookies list` shows; when the bookie does not answer
 // within bookieInfoTimeout, v keeps the registration's figures and
 // InfoError says why.
-func liveBookieInfo(ctx context.Context, v *admin.BookieView) {
+func liveBookieInfo(ctx context.Context, v *admin.BookieView, tc *tls.Config) {
 	ctx, cancel := context.WithTimeout(ctx, bookieInfoTimeout)
 	defer cancel()
-	c, err := bookie.Dial(ctx, v.Address, bookie.DialOptions{Instance: v.Instance})
+	c, err := bookie.Dial(ctx, v.Address, bookie.DialOptions{Instance: v.Instance, TLS: tc})
 	if err == nil {
 		defer c.Close()
 		var info bookie.Info

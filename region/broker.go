@@ -48,6 +48,7 @@ func (n *Node) startBroker() error {
 			StrataVersion: Version,
 			Hook:          n.js,
 			Auth:          auth,
+			TLS:           n.brokerTLS(),
 			Logger:        n.logger,
 		})
 	})

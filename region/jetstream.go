@@ -38,6 +38,7 @@ func (n *Node) newJetStream() (*jetstream.Service, error) {
 		LinkOptions:   n.nauth.natsOptions(),
 		// With auth.nats, tenants' clients are in accounts of their own.
 		AccountSpaces: n.nauth != nil,
+		LinkTLS:       n.clientTLS(),
 	}
 	// Tiered storage (ARCHITECTURE §6): the region's tier, opened here so
 	// that a misconfigured one stops the broker with a clear error.

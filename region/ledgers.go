@@ -17,7 +17,8 @@ type ledgerClient struct {
 
 func (n *Node) ledgers() (*ledger.Client, error) {
 	n.ledgerCl.once.Do(func() {
-		n.ledgerCl.c, n.ledgerCl.err = ledger.NewClient(ledger.Config{Store: n.store, Logger: n.logger})
+		n.ledgerCl.c, n.ledgerCl.err = ledger.NewClient(ledger.Config{Store: n.store, Logger: n.logger,
+			Transport: ledger.GRPCTransport{TLS: n.clientTLS()}})
 	})
 	return n.ledgerCl.c, n.ledgerCl.err
 }

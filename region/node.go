@@ -25,6 +25,7 @@ import (
 	"github.com/stratamesh/strata/internal/meta"
 	"github.com/stratamesh/strata/internal/nodedir"
 	"github.com/stratamesh/strata/internal/telemetry"
+	"github.com/stratamesh/strata/internal/tlsconf"
 	"github.com/stratamesh/strata/topology"
 )
 
@@ -56,6 +57,7 @@ type Node struct {
 	bookie   *bookie.Bookie              // bookies only
 	ledgerCl ledgerClient                // opened on first use by the ledger admin routes
 	tier     regionTier                  // the region's tier, opened with the JetStream layer
+	tls      *tlsconf.Bundle             // the topology's TLS material; nil without a tls section (tls.go)
 	engine   *storage.Engine             // bookies only: the bookie's storage
 	joins    []func()                    // pool joins, run after registration
 	ports    rememberedPorts             // ports bound last time (ports.json)
@@ -114,6 +116,9 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	n.ports = loadPorts(n.dir())
+	if err := n.loadTLS(); err != nil {
+		return err
+	}
 	endpoints := n.cfg.EtcdEndpoints
 	if n.spec.Role == topology.RoleMeta {
 		if err := n.startEmbedded(ctx); err != nil {
@@ -122,16 +127,16 @@ func (n *Node) start(ctx context.Context) error {
 		endpoints = []string{n.embedded.ClientURL()}
 	}
 	if len(endpoints) == 0 {
-		endpoints = metadataEndpoints(n.region)
+		endpoints = metadataEndpoints(n.region, n.tls != nil)
 	}
 	if len(endpoints) == 0 {
 		return fmt.Errorf("no metadata endpoints for region %s: the meta node has no fixed client_port and none was given (--etcd)", n.cfg.Region)
 	}
-	n.store, err = meta.Open(ctx, meta.Config{
+	n.store, err = meta.Open(ctx, n.metaConfig(meta.Config{
 		Endpoints: endpoints,
 		Prefix:    KeyPrefix(n.cfg.Mesh, n.region),
 		Logger:    n.logger,
-	})
+	}))
 	if err != nil {
 		return err
 	}
@@ -184,6 +189,7 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	n.reg = newRegistration(n.store, n.registrationKey(), n.cfg.RegistrationTTL, n.logger)
+	n.reg.alive = n.adminProbe()
 	if err := n.reg.register(ctx, n.Endpoints()); err != nil {
 		return err
 	}
@@ -236,6 +242,7 @@ func (n *Node) startEmbedded(ctx context.Context) error {
 	cfg.PeerPort = n.spec.PeerPort
 	cfg.Fast = n.cfg.Gossip == gossip.ProfileLoopback
 	cfg.Logger = n.logger
+	n.embeddedTLS(&cfg)
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return err
 	}
@@ -288,6 +295,7 @@ func (n *Node) startPool(pool string, profile gossip.Profile, port, remembered i
 			// A restarted node rejoins the members it knew (a broker whose
 			// WAN seeds were restarted too, or that had none).
 			SnapshotPath: filepath.Join(n.dir(), "serf-"+pool+".snapshot"),
+			SecretKey:    n.gossipKey(),
 		})
 	})
 	if err != nil {
@@ -342,7 +350,7 @@ func (n *Node) startAdmin() error {
 		return err
 	})
 	_, err := withPort(n.spec.AdminPort, n.ports.Admin, func(port int) (struct{}, error) {
-		return struct{}{}, n.admin.Start(net.JoinHostPort(n.host(), strconv.Itoa(port)))
+		return struct{}{}, n.admin.StartTLS(net.JoinHostPort(n.host(), strconv.Itoa(port)), n.adminTLS())
 	})
 	return err
 }
@@ -537,7 +545,7 @@ func KeyPrefix(m *topology.Mesh, r *topology.Region) string { return m.KeyPrefix
 
 // metadataEndpoints is where a region's metadata lives according to the
 // topology alone: its external etcd, or its meta node at a fixed port.
-func metadataEndpoints(r *topology.Region) []string {
+func metadataEndpoints(r *topology.Region, secure bool) []string {
 	if !r.Metadata.Embedded {
 		return r.Metadata.Etcd
 	}
@@ -545,6 +553,9 @@ func metadataEndpoints(r *topology.Region) []string {
 	for _, m := range r.NodesOf(topology.RoleMeta) {
 		if m.ClientPort != 0 {
 			u := url.URL{Scheme: "http", Host: net.JoinHostPort(m.Host, strconv.Itoa(m.ClientPort))}
+			if secure {
+				u.Scheme = "https"
+			}
 			out = append(out, u.String())
 		}
 	}

@@ -132,13 +132,18 @@ func (r *registration) revoke(ctx context.Context) error {
 // adminAnswers reports whether a node's admin endpoint answers /healthz
 // within a second.
 func adminAnswers(ctx context.Context, admin string) bool {
+	return adminAnswersWith(ctx, http.DefaultClient, admin)
+}
+
+// adminAnswersWith is adminAnswers over client hc (HTTPS with the CA).
+func adminAnswersWith(ctx context.Context, hc *http.Client, admin string) bool {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/healthz", nil)
 	if err != nil {
 		return false
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return false
 	}

@@ -212,6 +212,7 @@ func (c *controlPlane) linkTo(region string) (*link.Link, error) {
 		Remote: region, Name: "strata-config " + c.n.cfg.Region + "/" + c.n.name,
 		Brokers: func() []string { return c.n.remoteBrokers(region) }, Logger: c.n.logger,
 		Options: c.n.nauth.natsOptions(),
+		TLS:     c.n.clientTLS(),
 	})
 	if err != nil {
 		return nil, err

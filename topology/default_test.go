@@ -109,6 +109,9 @@ func TestExampleProduction(t *testing.T) {
 			}
 		}
 	}
+	if m.TLS == nil || m.TLS.NATSClientCerts != ClientCertsVerify || m.TLS.EtcdPasswordFile == "" || m.Auth == nil || !m.Auth.Enabled {
+		t.Errorf("examples/production.yaml is not secure: tls %+v auth %+v", m.TLS, m.Auth)
+	}
 	pay, _ := m.Tenant("payments")
 	orders, _ := pay.Namespace("orders")
 	if pay.Quotas.Storage != 2*TiB || orders.BacklogQuota == nil || orders.Offload == nil {

@@ -40,7 +40,8 @@ func DefaultRollover() Rollover {
 //     prefix "/strata";
 //   - a namespace's replication: every region, in file order; retention
 //     mode limits; backlog policy producer_request_hold; bundles 4;
-//     auto_create_topics true.
+//     auto_create_topics true;
+//   - tls.nats_client_certs: none.
 //
 // data_dir is left as written. Fields written as zero stay zero: the checks
 // have reported them where zero is not allowed.
@@ -52,6 +53,9 @@ func applyDefaults(m *Mesh) {
 	if m.Defaults.Rollover == nil {
 		ro := DefaultRollover()
 		m.Defaults.Rollover = &ro
+	}
+	if m.TLS != nil && m.TLS.NATSClientCerts == "" {
+		m.TLS.NATSClientCerts = ClientCertsNone
 	}
 	regions := make([]string, len(m.Regions))
 	for i := range m.Regions {

@@ -25,6 +25,10 @@ type Mesh struct {
 	// Auth turns authorization on; nil: off (anyone may call the admin
 	// API).
 	Auth *Auth `yaml:"auth"`
+	// TLS turns TLS on for every listener and link of the mesh (see
+	// TLS); nil: every listener is plaintext and etcd takes anonymous
+	// clients.
+	TLS *TLS `yaml:"tls"`
 }
 
 // EnvSuperuserTokenSHA256 is the environment variable a node reads the

@@ -39,6 +39,7 @@ func checkMesh(r *report, m *Mesh) {
 	r.checkPortClashes(m)
 	r.checkJournalDirClashes(m)
 	r.checkTenants(m)
+	r.checkTLS(m)
 	if a := m.Auth; a != nil && a.SuperuserTokenSHA256 != "" && !isHex64(a.SuperuserTokenSHA256) {
 		r.errorf("auth.superuser_token_sha256", "want 64 hex digits (the SHA-256 of the token, e.g. `printf %%s TOKEN | sha256sum`)")
 	}

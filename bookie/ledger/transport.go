@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"crypto/tls"
 	"time"
 
 	"google.golang.org/grpc"
@@ -75,6 +76,9 @@ type GRPCTransport struct {
 	// MaxReconnect caps gRPC's reconnect backoff (default 1 s), so that a
 	// restarted bookie is reachable again quickly.
 	MaxReconnect time.Duration
+	// TLS, when set, is the client config bookies are dialled with
+	// (bookie.DialOptions.TLS). Nil: plaintext.
+	TLS *tls.Config
 }
 
 // Dial implements Transport.
@@ -91,7 +95,7 @@ func (g GRPCTransport) Dial(ctx context.Context, t Target) (Conn, error) {
 	}
 	bo := backoff.DefaultConfig
 	bo.BaseDelay, bo.MaxDelay = min(100*time.Millisecond, mr), mr
-	c, err := bookie.Dial(ctx, t.Address, bookie.DialOptions{Instance: t.Instance, GRPC: []grpc.DialOption{
+	c, err := bookie.Dial(ctx, t.Address, bookie.DialOptions{Instance: t.Instance, TLS: g.TLS, GRPC: []grpc.DialOption{
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: kt, Timeout: kto}),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: 5 * time.Second}),
 	}})

@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"time"
@@ -144,6 +145,9 @@ type Config struct {
 	// LinkOptions are the replication links' extra nats.go options (how
 	// they log in to the remote region: link.Config.Options).
 	LinkOptions []nats.Option
+	// LinkTLS, when set, is the client config of the replication links to
+	// other regions' brokers (link.Config.TLS). Nil: plaintext.
+	LinkTLS *tls.Config
 	// Replicator tunes replicator cursors (send window, batching,
 	// backoff, stall time); zero fields take replicator's defaults.
 	Replicator replicator.Config

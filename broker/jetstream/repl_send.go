@@ -120,6 +120,7 @@ func (s *Service) link(remote string) (*link.Link, error) {
 		Remote: remote, Name: "strata-replicator " + s.cfg.Region + "/" + s.cfg.Name,
 		Brokers: func() []string { return s.cfg.RemoteBrokers(remote) },
 		Options: s.cfg.LinkOptions,
+		TLS:     s.cfg.LinkTLS,
 		Logger:  s.cfg.Logger,
 	})
 	if err != nil {

@@ -27,6 +27,7 @@ type adminFlags struct {
 	url, dataDir, region, token string
 	json                        bool
 	timeout                     time.Duration
+	tls                         tlsFlags
 }
 
 // tokenEnv is where an admin token comes from when --token is not given.
@@ -39,6 +40,7 @@ func (f *adminFlags) register(cmd *cobra.Command) {
 	p.StringVar(&f.region, "region", "", "only this region (default: every region)")
 	p.BoolVar(&f.json, "json", false, "print the API's JSON unchanged")
 	p.DurationVar(&f.timeout, "timeout", 5*time.Second, "how long to wait for an answer")
+	f.tls.register(p)
 	p.StringVar(&f.token, "token", "", "admin token sent as 'Authorization: Bearer' when the mesh has auth on (default $"+tokenEnv+", else the superuser token 'strata up' keeps in <data-dir>/"+supervisor.SuperuserTokenFile+")")
 }
 
@@ -59,7 +61,16 @@ func (f *adminFlags) client() *admin.Client {
 			token = strings.TrimSpace(string(b))
 		}
 	}
-	return &admin.Client{HTTP: &http.Client{Timeout: f.timeout}, Token: token}
+	return &admin.Client{HTTP: &http.Client{Timeout: f.timeout, Transport: f.tls.httpTransport(f.dataDir)}, Token: token}
+}
+
+// defaultScheme is the scheme of a --url given without one: https:// when
+// the flags or mesh.json name a CA, else http://.
+func (f *adminFlags) defaultScheme() string {
+	if c, err := f.tls.config(f.dataDir); err == nil && c != nil {
+		return "https://"
+	}
+	return "http://"
 }
 
 // nodeTarget is the admin URL of node id of role (with --url, that URL):
@@ -68,7 +79,7 @@ func (f *adminFlags) nodeTarget(role, id string) (admin.Target, error) {
 	if f.url != "" {
 		u := strings.TrimRight(f.url, "/")
 		if !strings.Contains(u, "://") {
-			u = "http://" + u
+			u = f.defaultScheme() + u
 		}
 		return admin.Target{Region: f.region, URL: u}, nil
 	}
@@ -94,7 +105,7 @@ func (f *adminFlags) roleTargets(role string) (map[string][]string, []string, er
 	if f.url != "" {
 		u := strings.TrimRight(f.url, "/")
 		if !strings.Contains(u, "://") {
-			u = "http://" + u
+			u = f.defaultScheme() + u
 		}
 		return map[string][]string{f.region: {u}}, []string{f.region}, nil
 	}

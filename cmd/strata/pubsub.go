@@ -25,6 +25,7 @@ func fileExists(p string) bool {
 // natsFlags find a region's brokers: --server, else mesh.json.
 type natsFlags struct {
 	server, dataDir, region, creds string
+	tls                            tlsFlags
 }
 
 func (f *natsFlags) add(cmd *cobra.Command) {
@@ -33,6 +34,7 @@ func (f *natsFlags) add(cmd *cobra.Command) {
 	p.StringVar(&f.dataDir, "data-dir", "", "data directory of a running 'strata up' (default ./strata-data)")
 	p.StringVar(&f.region, "region", "", "region whose brokers to use (default: the first region in mesh.json)")
 	p.StringVar(&f.creds, "creds", "", "NATS user credentials (.creds) to log in with (default: <data-dir>/"+supervisor.SystemCredsFile+" when it exists: the mesh's system account, which `strata up` writes when the topology has auth.nats)")
+	f.tls.register(p)
 }
 
 func (f *natsFlags) connect(name string) (*nats.Conn, error) {
@@ -49,6 +51,13 @@ func (f *natsFlags) connect(name string) (*nats.Conn, error) {
 		url = strings.Join(urls, ",")
 	}
 	opts := []nats.Option{nats.Name(name), nats.Timeout(5 * time.Second)}
+	tc, err := f.tls.config(f.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
+		opts = append(opts, nats.Secure(tc))
+	}
 	creds := f.creds
 	if creds == "" {
 		if p := filepath.Join(dataDirOr(f.dataDir, nil), supervisor.SystemCredsFile); fileExists(p) {

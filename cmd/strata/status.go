@@ -19,6 +19,7 @@ func newStatus() *cobra.Command {
 	var asJSON bool
 	var timeout time.Duration
 	var token string
+	var tf tlsFlags
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the running mesh: regions, nodes and their Serf state",
@@ -36,8 +37,8 @@ func newStatus() *cobra.Command {
 			defer cancel()
 			// With auth on, the superuser's token (--token, $STRATA_ADMIN_TOKEN
 			// or up's token file) goes with every request.
-			af := adminFlags{dataDir: dataDir, token: token, timeout: timeout}
-			hc := &http.Client{Timeout: timeout, Transport: bearer{token: af.client().Token}}
+			af := adminFlags{dataDir: dataDir, token: token, timeout: timeout, tls: tf}
+			hc := &http.Client{Timeout: timeout, Transport: bearer{token: af.client().Token, next: tf.httpTransport(dataDir)}}
 			live, answered := status.Collect(ctx, f, hc)
 			if answered == 0 {
 				return fmt.Errorf("no node of mesh %s answered within %v", f.Mesh, timeout)
@@ -54,18 +55,25 @@ func newStatus() *cobra.Command {
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "data directory of the running mesh (default ./strata-data)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON in the shape of mesh.json, with each node's state")
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Second, "how long to wait for each node to answer")
+	tf.register(cmd.Flags())
 	cmd.Flags().StringVar(&token, "token", "", "admin token when the mesh has auth on (default $"+tokenEnv+", else up's "+supervisor.SuperuserTokenFile+")")
 	return cmd
 }
 
 // bearer adds "Authorization: Bearer <token>" to every request (none
 // when token is empty).
-type bearer struct{ token string }
+type bearer struct {
+	token string
+	next  http.RoundTripper // nil: http.DefaultTransport
+}
 
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	if b.token != "" {
 		r = r.Clone(r.Context())
 		r.Header.Set("Authorization", "Bearer "+b.token)
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	if b.next == nil {
+		return http.DefaultTransport.RoundTrip(r)
+	}
+	return b.next.RoundTrip(r)
 }

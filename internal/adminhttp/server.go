@@ -2,6 +2,7 @@ package adminhttp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,6 +27,7 @@ type Server struct {
 	logger  *slog.Logger
 	srv     *http.Server
 	ln      net.Listener
+	tls     bool // serving HTTPS
 	served  chan struct{}
 	started bool
 
@@ -108,13 +110,20 @@ func (s *Server) Ready(ctx context.Context) map[string]string {
 
 // Start listens on addr (host:port; port 0 picks a free one) and serves in
 // the background until Close.
-func (s *Server) Start(addr string) error {
+func (s *Server) Start(addr string) error { return s.StartTLS(addr, nil) }
+
+// StartTLS is Start serving HTTPS with cfg (nil: plain HTTP, as Start).
+func (s *Server) StartTLS(addr string, cfg *tls.Config) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("adminhttp: listen %s: %w", addr, err)
 	}
 	s.started = true
 	s.ln = ln
+	if cfg != nil {
+		s.tls = true
+		ln = tls.NewListener(ln, cfg)
+	}
 	s.srv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
 	s.served = make(chan struct{})
 	go func() {
@@ -129,8 +138,13 @@ func (s *Server) Start(addr string) error {
 // Addr is the bound address (host:port) after Start.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// URL is "http://" + Addr.
-func (s *Server) URL() string { return "http://" + s.Addr() }
+// URL is "http://" + Addr, or "https://" + Addr when serving TLS.
+func (s *Server) URL() string {
+	if s.tls {
+		return "https://" + s.Addr()
+	}
+	return "http://" + s.Addr()
+}
 
 // Close stops accepting, waits for in-flight requests until ctx ends, then
 // closes what is left. Idempotent; a no-op if Start was never called.

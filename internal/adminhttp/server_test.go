@@ -2,9 +2,11 @@ package adminhttp
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/stratamesh/strata/admin"
+	"github.com/stratamesh/strata/internal/tlsconf"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -118,5 +121,53 @@ func TestRoutesAndErrors(t *testing.T) {
 			!strings.Contains(e["message"].(string), "takes "+c.allow) {
 			t.Errorf("%s %s = %d Allow %q %v (%v); want 405 allowing %s", c.method, c.path, resp.StatusCode, resp.Header.Get("Allow"), body, err, c.allow)
 		}
+	}
+}
+
+func TestHTTPS(t *testing.T) {
+	d, err := tlsconf.EnsureDev(filepath.Join(t.TempDir(), "secure"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := d.TLS()
+	b, err := tlsconf.Load(&files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(nil)
+	admin.Mount(s, admin.Routes(admin.Backends{Health: s}), nil)
+	if err := s.StartTLS("127.0.0.1:0", b.Server(tls.NoClientCert)); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	if !strings.HasPrefix(s.URL(), "https://") {
+		t.Fatalf("URL %s", s.URL())
+	}
+	ca, err := tlsconf.ClientFromFiles("ca", files.CAFile, "", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{TLSClientConfig: ca}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get(s.URL() + "/healthz")
+	if err != nil {
+		t.Fatalf("HTTPS with the CA: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("status %d", resp.StatusCode)
+	}
+	plain := &http.Transport{}
+	defer plain.CloseIdleConnections()
+	if resp, err := (&http.Client{Transport: plain}).Get("http://" + s.Addr() + "/healthz"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Error("plain HTTP was served")
+		}
+	}
+	untrusting := &http.Transport{}
+	defer untrusting.CloseIdleConnections()
+	if _, err := (&http.Client{Transport: untrusting}).Get(s.URL() + "/healthz"); err == nil {
+		t.Error("a client without the CA trusted the server")
 	}
 }

@@ -51,6 +51,11 @@ type Config struct {
 	// them by itself, also after a graceful leave, so a restarted member
 	// finds its pool even when its seeds are gone or were never given.
 	SnapshotPath string
+	// SecretKey, when set, is the keyring's primary key (16, 24 or 32
+	// bytes: AES-128/192/256-GCM): every gossip message is encrypted and
+	// authenticated with it, and messages without it are dropped, so only
+	// nodes holding the key can join or read the pool. Nil: plaintext.
+	SecretKey []byte
 	// Logger receives Serf and memberlist logs (their INFO at Debug level).
 	// Nil discards them.
 	Logger *slog.Logger
@@ -67,6 +72,11 @@ func (c Config) Validate() error {
 	}
 	if c.BindPort < 0 || c.BindPort > 65535 {
 		errs = append(errs, fmt.Errorf("gossip: BindPort %d is outside 0..65535", c.BindPort))
+	}
+	switch len(c.SecretKey) {
+	case 0, 16, 24, 32:
+	default:
+		errs = append(errs, fmt.Errorf("gossip: SecretKey is %d bytes; want 16, 24 or 32", len(c.SecretKey)))
 	}
 	switch c.Profile {
 	case "", ProfileLAN, ProfileWAN, ProfileLoopback:

@@ -79,6 +79,9 @@ func Start(cfg Config) (*Pool, error) {
 	sc.MemberlistConfig.AdvertisePort = cfg.BindPort
 	sc.MemberlistConfig.Logger = sc.Logger
 	sc.MemberlistConfig.LogOutput = nil
+	// memberlist makes its keyring from SecretKey and then encrypts and
+	// verifies every message (GossipVerifyIncoming/Outgoing default on).
+	sc.MemberlistConfig.SecretKey = cfg.SecretKey
 	// A node restarted on new ports (its data dir rebuilt) comes back
 	// under its old name while the others still list the old address.
 	// Serf's name-conflict vote would make the new node quit (the dead

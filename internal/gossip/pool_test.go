@@ -131,3 +131,36 @@ func TestCloseIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSecretKey: pools sharing a key gossip; a pool without the key, or
+// with another, cannot join them.
+func TestSecretKey(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	start := func(name string, key []byte) *Pool {
+		p, err := Start(Config{NodeName: name, Profile: ProfileLoopback, SecretKey: key})
+		if err != nil {
+			t.Fatalf("start %s: %v", name, err)
+		}
+		t.Cleanup(func() { p.Close() })
+		return p
+	}
+	a, b := start("k.a", key), start("k.b", key)
+	if n, err := b.Join([]string{a.Addr()}); err != nil || n != 1 {
+		t.Fatalf("join with the key: n=%d err=%v", n, err)
+	}
+	testutil.Eventually(t, "a sees b", 10*time.Second, func() bool { return states(a)["k.b"] == StateAlive })
+	plain := start("k.plain", nil)
+	if _, err := plain.Join([]string{a.Addr()}); err == nil {
+		t.Error("a pool without the key joined")
+	}
+	other := start("k.other", []byte("fedcba9876543210fedcba9876543210"))
+	if _, err := other.Join([]string{a.Addr()}); err == nil {
+		t.Error("a pool with another key joined")
+	}
+	if _, ok := states(a)["k.plain"]; ok {
+		t.Error("a lists the pool without the key")
+	}
+	if err := (Config{NodeName: "x", SecretKey: []byte("short")}).Validate(); err == nil || !strings.Contains(err.Error(), "SecretKey is 5 bytes") {
+		t.Errorf("short key: %v", err)
+	}
+}

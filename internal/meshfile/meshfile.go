@@ -17,6 +17,18 @@ type File struct {
 	Mesh      string    `json:"mesh"`
 	StartedAt time.Time `json:"started_at"`
 	Regions   []Region  `json:"regions"`
+	// TLS is set when the mesh's listeners serve TLS: the files tools
+	// connect with. Absent: every endpoint is plaintext.
+	TLS *TLS `json:"tls,omitempty"`
+}
+
+// TLS names what a tool needs to reach a TLS mesh: the CA to trust and,
+// when `strata up --secure` made one, a client certificate and key (for
+// brokers that ask NATS clients for certificates).
+type TLS struct {
+	CAFile   string `json:"ca_file"`
+	CertFile string `json:"cert_file,omitempty"`
+	KeyFile  string `json:"key_file,omitempty"`
 }
 
 // Region is one region's entry.

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
@@ -56,9 +57,31 @@ type EmbeddedConfig struct {
 	// compaction (history then grows until etcd's 2 GiB quota raises a
 	// NOSPACE alarm and etcd refuses writes).
 	CompactionRetention time.Duration
+	// TLS, when set, serves clients and peers over TLS with client
+	// certificates required (see EmbeddedTLS). Nil: plaintext.
+	TLS *EmbeddedTLS
+	// RootPassword, when set, turns etcd authentication on at the first
+	// start: the user root (role root) is created with this password, and
+	// from then on every client must log in. A later start with auth
+	// already on changes nothing (the password stays what it was). Empty:
+	// anonymous clients are served.
+	RootPassword string
 	// Logger receives etcd's warnings and errors; nil discards them.
 	Logger *slog.Logger
 }
+
+// EmbeddedTLS names the PEM files of an embedded etcd's TLS.
+type EmbeddedTLS struct {
+	// CAFile verifies client (and peer) certificates.
+	CAFile string
+	// CertFile and KeyFile are the server's certificate and key, also
+	// used as its peer client certificate.
+	CertFile, KeyFile string
+}
+
+// RootUser is the etcd user Strata's clients log in as when
+// EmbeddedConfig.RootPassword turned authentication on.
+const RootUser = "root"
 
 // DefaultEmbeddedConfig returns the defaults; Dir must still be set.
 func DefaultEmbeddedConfig() EmbeddedConfig {
@@ -106,6 +129,9 @@ func (c EmbeddedConfig) Validate() error {
 	if c.StartTimeout < 0 {
 		errs = append(errs, fmt.Errorf("meta: embedded: StartTimeout %v is negative", c.StartTimeout))
 	}
+	if t := c.TLS; t != nil && (t.CAFile == "" || t.CertFile == "" || t.KeyFile == "") {
+		errs = append(errs, errors.New("meta: embedded: TLS needs CAFile, CertFile and KeyFile"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -148,8 +174,8 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		etcd: etcd,
 		// The advertised URLs say port 0 when a port was left to the
 		// kernel; the listeners know the real one.
-		clientURL: "http://" + etcd.Clients[0].Addr().String(),
-		peerURL:   "http://" + etcd.Peers[0].Addr().String(),
+		clientURL: scheme(cfg) + "://" + etcd.Clients[0].Addr().String(),
+		peerURL:   scheme(cfg) + "://" + etcd.Peers[0].Addr().String(),
 		errc:      make(chan error, 4),
 		closing:   make(chan struct{}),
 		quiet:     quiet,
@@ -171,9 +197,23 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		e.Close()
 		return nil, fmt.Errorf("meta: embedded: waiting for etcd to be ready: %w", ctx.Err())
 	}
+	if cfg.RootPassword != "" {
+		if err := enableAuth(ctx, etcd, cfg.RootPassword); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("meta: embedded: turning etcd authentication on: %w", err)
+		}
+	}
 	e.wg.Add(1)
 	go e.forwardErrors()
 	return e, nil
+}
+
+// scheme is the URL scheme of cfg's listeners.
+func scheme(cfg EmbeddedConfig) string {
+	if cfg.TLS != nil {
+		return "https"
+	}
+	return "http"
 }
 
 // etcdConfig translates cfg into etcd's configuration.
@@ -181,8 +221,12 @@ func etcdConfig(cfg EmbeddedConfig, quiet *atomic.Bool) *embed.Config {
 	ec := embed.NewConfig()
 	ec.Name = cfg.Name
 	ec.Dir = cfg.Dir
-	cu := url.URL{Scheme: "http", Host: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.ClientPort))}
-	pu := url.URL{Scheme: "http", Host: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.PeerPort))}
+	cu := url.URL{Scheme: scheme(cfg), Host: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.ClientPort))}
+	pu := url.URL{Scheme: scheme(cfg), Host: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.PeerPort))}
+	if t := cfg.TLS; t != nil {
+		info := transport.TLSInfo{CertFile: t.CertFile, KeyFile: t.KeyFile, TrustedCAFile: t.CAFile, ClientCertAuth: true}
+		ec.ClientTLSInfo, ec.PeerTLSInfo = info, info
+	}
 	// Listen and advertise the same URLs, port 0 included: etcd checks that
 	// this member's advertised peer URLs match its entry in the initial
 	// cluster, so the initial cluster is rebuilt from the name afterwards.

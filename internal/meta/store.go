@@ -2,6 +2,7 @@ package meta
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +30,13 @@ type Config struct {
 	// reader that falls this far behind pauses the etcd watch (see Watch).
 	// Default 128.
 	WatchBuffer int
+	// TLS, when set, is the client config for https:// endpoints (the CA,
+	// and a client certificate for an etcd that requires one). Nil:
+	// plaintext.
+	TLS *tls.Config
+	// Username and Password log the client in when etcd has
+	// authentication on (Strata's nodes use root). Empty: anonymous.
+	Username, Password string
 	// Logger receives the Store's and the etcd client's warnings; nil
 	// discards them.
 	Logger *slog.Logger
@@ -65,6 +73,9 @@ func (c Config) Validate() error {
 		if ep == "" {
 			errs = append(errs, errors.New("meta: Endpoints has an empty entry"))
 		}
+	}
+	if c.Password != "" && c.Username == "" {
+		errs = append(errs, errors.New("meta: Password without Username"))
 	}
 	if c.DialTimeout < 0 {
 		errs = append(errs, fmt.Errorf("meta: DialTimeout %v is negative", c.DialTimeout))
@@ -113,6 +124,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: 5 * time.Second,
 		Logger:               newZapLogger(cfg.Logger, "etcd-client"),
+		TLS:                  cfg.TLS,
+		Username:             cfg.Username,
+		Password:             cfg.Password,
 		// AutoSyncInterval stays 0: an embedded etcd on port 0 advertises
 		// port 0, and syncing would replace the working endpoints with it.
 	})

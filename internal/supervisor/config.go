@@ -24,6 +24,12 @@ type Config struct {
 	// It refuses to wipe a non-empty directory that is not a Strata data
 	// directory.
 	Fresh bool
+	// Secure runs a development mesh with TLS on every listener and auth
+	// on: a local CA and certificates, a gossip key and an etcd password
+	// made in <DataDir>/secure (kept across runs), added to the topology
+	// the nodes read (see secure.go). The topology must not have a tls
+	// section of its own.
+	Secure bool
 	// Executable is the strata binary to run nodes with (required; usually
 	// os.Executable()).
 	Executable string

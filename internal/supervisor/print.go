@@ -32,6 +32,7 @@ func (r *run) printEndpoints(took time.Duration) {
 		}
 		tw.Flush()
 	}
+	r.printSecurity()
 	fmt.Fprintf(r.out, "\nEndpoints are in %s. `strata status --data-dir %s` shows live membership. Ctrl-C stops the mesh.\n",
 		meshfile.Path(r.cfg.DataDir), r.cfg.DataDir)
 }
@@ -41,4 +42,52 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// printSecurity says whether the mesh is open or secured, and with a
+// secure mesh how to connect to it.
+func (r *run) printSecurity() {
+	m := r.cfg.Mesh
+	auth := m.Auth != nil && m.Auth.Enabled
+	if m.TLS == nil {
+		fmt.Fprintln(r.out, "\nsecurity: OPEN: no TLS on any listener, plaintext gossip, etcd takes anonymous clients.")
+		if !auth {
+			fmt.Fprintln(r.out, "  No auth either: anyone who reaches these ports can read, publish and change everything.")
+		}
+		fmt.Fprintln(r.out, "  For local tests only; `strata up --secure` runs it with TLS and auth.")
+		return
+	}
+	f := r.file
+	fmt.Fprintf(r.out, "\nsecurity: TLS on every listener (NATS, admin HTTPS, gRPC and the brokers' link with client certificates, replication links, etcd); Serf gossip encrypted.\n")
+	fmt.Fprintf(r.out, "  CA: %s   NATS client certificates: %s\n", m.TLS.CAFile, m.TLS.NATSClientCerts)
+	if m.TLS.EtcdPasswordFile != "" {
+		fmt.Fprintf(r.out, "  etcd: TLS with client certificates, login as root (password in %s)\n", m.TLS.EtcdPasswordFile)
+	}
+	if auth {
+		fmt.Fprintln(r.out, "  admin API: auth on (the superuser token is above); NATS clients: encrypted, not yet authenticated")
+	} else {
+		fmt.Fprintln(r.out, "  admin API: auth OFF (anyone with the CA can call it)")
+	}
+	var natsURL string
+	if len(f.Regions) > 0 && len(f.Regions[0].NATS) > 0 {
+		natsURL = f.Regions[0].NATS[0]
+	}
+	cert := ""
+	if f.TLS.CertFile != "" && m.TLS.NATSClientCerts != "none" {
+		cert = fmt.Sprintf(" --tlscert %s --tlskey %s", f.TLS.CertFile, f.TLS.KeyFile)
+	}
+	fmt.Fprintf(r.out, "  connect:  nats -s %s --tlsca %s%s pub demo.hello hi\n", natsURL, m.TLS.CAFile, cert)
+	fmt.Fprintf(r.out, "            curl --cacert %s %s/healthz\n", m.TLS.CAFile, firstAdmin(f))
+	fmt.Fprintln(r.out, "            strata pub|sub|status|admin|apply --data-dir … find the CA in mesh.json")
+}
+
+func firstAdmin(f *meshfile.File) string {
+	for _, reg := range f.Regions {
+		for _, n := range reg.Nodes {
+			if n.Admin != "" {
+				return n.Admin
+			}
+		}
+	}
+	return ""
 }

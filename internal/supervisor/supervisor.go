@@ -16,6 +16,7 @@ import (
 
 	"github.com/stratamesh/strata/internal/meshfile"
 	"github.com/stratamesh/strata/internal/nodedir"
+	"github.com/stratamesh/strata/internal/tlsconf"
 	"github.com/stratamesh/strata/topology"
 )
 
@@ -25,7 +26,8 @@ type run struct {
 	logger *slog.Logger
 	out    io.Writer
 	sp     *spawner
-	env    []string // added to every node's environment
+	env    []string     // added to every node's environment
+	dev    *tlsconf.Dev // --secure: the development secrets (secure.go)
 	// superToken is the superuser's admin token when up made or read it
 	// ("" when the topology gives only its hash).
 	superToken string
@@ -74,6 +76,9 @@ func Run(ctx context.Context, cfg Config) error {
 		nodes, procs := nodeProcs(cfg.Mesh, runtime.NumCPU())
 		r.env = append(r.env, "GOMAXPROCS="+strconv.Itoa(procs))
 		r.logger.Info("node processes share the machine's cores", "nodes", nodes, "cpus", runtime.NumCPU(), "gomaxprocs", procs)
+	}
+	if err := r.secure(); err != nil {
+		return err
 	}
 	if err := r.superuserToken(); err != nil {
 		return err
@@ -299,6 +304,12 @@ func (r *run) watch(p *process) {
 // topology order.
 func (r *run) writeFile(started time.Time) error {
 	f := &meshfile.File{Mesh: r.cfg.Mesh.Name, StartedAt: started.UTC().Truncate(time.Second)}
+	if t := r.cfg.Mesh.TLS; t != nil {
+		f.TLS = &meshfile.TLS{CAFile: t.CAFile}
+		if r.dev != nil {
+			f.TLS.CertFile, f.TLS.KeyFile = r.dev.Path(tlsconf.DevClientCertFile), r.dev.Path(tlsconf.DevClientKeyFile)
+		}
+	}
 	for i := range r.cfg.Mesh.Regions {
 		reg := &r.cfg.Mesh.Regions[i]
 		entry := meshfile.Region{Name: reg.Name, Tier: tierOf(reg, r.cfg.DataDir), MetaPrefix: r.cfg.Mesh.KeyPrefix(reg)}

@@ -1,6 +1,7 @@
 package link
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,9 +45,14 @@ type Config struct {
 	Check time.Duration
 	// Options are added to the connection's (after the link's own): how
 	// it logs in to the remote region (with NATS accounts on, a user of
-	// the mesh's system account: nats.UserJWT), TLS.
+	// the mesh's system account: nats.UserJWT).
 	Options []nats.Option
-	Logger  *slog.Logger
+	// TLS, when set, is the client config the link dials with: the CA the
+	// remote brokers' certificates are checked against, and this node's
+	// certificate for brokers that require one. Nil: what the remote's
+	// INFO asks for, with the system's roots.
+	TLS    *tls.Config
+	Logger *slog.Logger
 }
 
 // Link is one broker's connection to one remote region.
@@ -230,14 +236,18 @@ func (l *Link) dial() (*nats.Conn, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("link: no live broker of region %s in the WAN pool", l.cfg.Remote)
 	}
-	opts := append([]nats.Option{
+	opts := []nats.Option{
 		nats.Name(l.cfg.Name),
 		nats.Timeout(connectTimeout),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(reconnectWait),
 		nats.ReconnectBufSize(reconnectBufBytes),
 		nats.NoEcho(),
-	}, l.cfg.Options...)
+	}
+	if l.cfg.TLS != nil {
+		opts = append(opts, nats.Secure(l.cfg.TLS))
+	}
+	opts = append(opts, l.cfg.Options...)
 	nc, err := nats.Connect(strings.Join(urls, ","), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("link: connect to region %s (%s): %w", l.cfg.Remote, strings.Join(urls, ","), err)
