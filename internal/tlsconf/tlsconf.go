@@ -71,9 +71,37 @@ func (b *Bundle) Server(clientAuth tls.ClientAuthType) *tls.Config {
 	}
 }
 
-// MutualServer is Server(tls.RequireAndVerifyClientCert): for listeners
-// only nodes use (bookie gRPC, the brokers' internal link).
-func (b *Bundle) MutualServer() *tls.Config { return b.Server(tls.RequireAndVerifyClientCert) }
+// MutualServer is Server(tls.RequireAndVerifyClientCert) for listeners
+// only nodes use (bookie gRPC, the brokers' internal link), which also
+// requires the peer's certificate to be a node certificate: one valid for
+// server authentication (extended key usage serverAuth), as every node's
+// is. A certificate for clientAuth only — what NATS clients and tools are
+// given (tls.nats_client_certs, `up --secure`'s client certificate) — is
+// refused there, although the same CA signed it: a tenant holding one
+// must not speak to bookies or act as a broker.
+func (b *Bundle) MutualServer() *tls.Config {
+	c := b.Server(tls.RequireAndVerifyClientCert)
+	c.VerifyPeerCertificate = requireNodeCert
+	return c
+}
+
+// ErrNotNodeCert is MutualServer's refusal of a certificate that is not
+// valid for server authentication.
+var ErrNotNodeCert = errors.New("tlsconf: the peer's certificate is not a node certificate (no serverAuth extended key usage): internal listeners take node certificates only")
+
+func requireNodeCert(_ [][]byte, chains [][]*x509.Certificate) error {
+	for _, chain := range chains {
+		if len(chain) == 0 {
+			continue
+		}
+		for _, u := range chain[0].ExtKeyUsage {
+			if u == x509.ExtKeyUsageServerAuth || u == x509.ExtKeyUsageAny {
+				return nil
+			}
+		}
+	}
+	return ErrNotNodeCert
+}
 
 // NATSServer is the brokers' NATS listener config, asking clients for
 // certificates as tls.nats_client_certs says.

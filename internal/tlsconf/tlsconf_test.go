@@ -174,6 +174,9 @@ func TestConfigsHandshake(t *testing.T) {
 	if s, c := handshake(t, b.Server(ClientAuth(topology.ClientCertsRequire)), user); s != nil || c != nil {
 		t.Errorf("require with a client certificate: server %v, client %v", s, c)
 	}
+	if s, _ := handshake(t, b.MutualServer(), user); !errors.Is(s, ErrNotNodeCert) {
+		t.Errorf("an internal listener took a client (not node) certificate of the mesh's CA: %v", s)
+	}
 	foreign := devDir(t)
 	stranger, err := ClientFromFiles("ca", d.Path(DevCAFile), "cert", foreign.Path(DevClientCertFile), foreign.Path(DevClientKeyFile))
 	if err != nil {
