@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/stratamesh/strata/internal/tlsconf"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -181,6 +183,15 @@ func DemoCreds(ctx context.Context, m *topology.Mesh, dataDir, token string, out
 		return errors.New("auth.nats: mesh.json lists no broker admin URL to make the demo users with")
 	}
 	c := &admin.Client{Token: token}
+	tlsFlag := ""
+	if m.TLS != nil {
+		tc, err := tlsconf.ClientFromFiles("tls.ca_file", m.TLS.CAFile, "", "", "")
+		if err != nil {
+			return err
+		}
+		c.HTTP = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
+		tlsFlag = " --tlsca " + m.TLS.CAFile
+	}
 	fmt.Fprintln(out, "\nNATS clients log in (auth.nats). Demo users, one per tenant:")
 	for _, t := range m.Tenants {
 		path := filepath.Join(dataDir, "creds", t.Name+"-"+DemoUser+".creds")
@@ -189,7 +200,7 @@ func DemoCreds(ctx context.Context, m *topology.Mesh, dataDir, token string, out
 				return err
 			}
 		}
-		fmt.Fprintf(out, "  %s: nats --creds %s -s %s pub %s.<namespace>.<topic> hello\n", t.Name, path, strings.Join(nats, ","), t.Name)
+		fmt.Fprintf(out, "  %s: nats --creds %s%s -s %s pub %s.<namespace>.<topic> hello\n", t.Name, path, tlsFlag, strings.Join(nats, ","), t.Name)
 	}
 	fmt.Fprintf(out, "  (the superuser's: %s; nats.go: nats.UserCredentials(FILE))\n", filepath.Join(dataDir, SystemCredsFile))
 	return nil

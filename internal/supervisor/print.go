@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -64,7 +65,11 @@ func (r *run) printSecurity() {
 		fmt.Fprintf(r.out, "  etcd: TLS with client certificates, login as root (password in %s)\n", m.TLS.EtcdPasswordFile)
 	}
 	if auth {
-		fmt.Fprintln(r.out, "  admin API: auth on (the superuser token is above); NATS clients: encrypted, not yet authenticated")
+		nats := "encrypted; they need no credentials (no auth.nats)"
+		if m.NATSAuth() != nil {
+			nats = "log in with .creds files (auth.nats; the demo users' are listed below)"
+		}
+		fmt.Fprintln(r.out, "  admin API: auth on (the superuser token is above); NATS clients: "+nats)
 	} else {
 		fmt.Fprintln(r.out, "  admin API: auth OFF (anyone with the CA can call it)")
 	}
@@ -76,7 +81,15 @@ func (r *run) printSecurity() {
 	if f.TLS.CertFile != "" && m.TLS.NATSClientCerts != "none" {
 		cert = fmt.Sprintf(" --tlscert %s --tlskey %s", f.TLS.CertFile, f.TLS.KeyFile)
 	}
-	fmt.Fprintf(r.out, "  connect:  nats -s %s --tlsca %s%s pub demo.hello hi\n", natsURL, m.TLS.CAFile, cert)
+	creds, subject := "", "demo.hello"
+	if m.NATSAuth() != nil {
+		creds = " --creds " + filepath.Join(r.cfg.DataDir, SystemCredsFile)
+		if len(m.Tenants) > 0 {
+			t := m.Tenants[0].Name
+			creds, subject = " --creds "+filepath.Join(r.cfg.DataDir, "creds", t+"-"+DemoUser+".creds"), t+".hello"
+		}
+	}
+	fmt.Fprintf(r.out, "  connect:  nats -s %s --tlsca %s%s%s pub %s hi\n", natsURL, m.TLS.CAFile, cert, creds, subject)
 	fmt.Fprintf(r.out, "            curl --cacert %s %s/healthz\n", m.TLS.CAFile, firstAdmin(f))
 	fmt.Fprintln(r.out, "            strata pub|sub|status|admin|apply --data-dir … find the CA in mesh.json")
 }

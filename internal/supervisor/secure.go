@@ -47,7 +47,19 @@ func (r *run) secure() error {
 	if err != nil {
 		return err
 	}
-	yaml, err := secureTopology(r.cfg.TopologyYAML, dev.TLS(), m.Auth == nil)
+	// NATS logins (auth.nats): the operator's and the system account's
+	// seeds, made once beside the certificates. They go into the auth
+	// section --secure adds; a topology with an auth section of its own
+	// keeps it as written (a YAML mapping cannot be extended by appending).
+	var seeds *[2]string
+	if m.Auth == nil {
+		op, sys, err := GenerateNATSSeeds(dir)
+		if err != nil {
+			return err
+		}
+		seeds = &[2]string{op, sys}
+	}
+	yaml, err := secureTopology(r.cfg.TopologyYAML, dev.TLS(), m.Auth == nil, seeds)
 	if err != nil {
 		return err
 	}
@@ -64,23 +76,20 @@ func (r *run) secure() error {
 	} else {
 		fmt.Fprintf(r.out, "secure: using the development CA and certificates in %s\n", dir)
 	}
-	return r.secureNATSAccounts(dev)
-}
-
-// secureNATSAccounts is where `strata up --secure` makes the NATS
-// decentralized-auth material (issue 24 item 1): the operator and account
-// keys and a .creds file per demo user, in dev.Dir. NATS JWT auth is not
-// built yet, so it does nothing: NATS clients of a secure mesh are
-// encrypted but not authenticated.
-func (r *run) secureNATSAccounts(dev tlsconf.Dev) error {
-	_ = dev
+	if secured.NATSAuth() == nil {
+		fmt.Fprintln(r.out, "secure: the topology's own auth section has no nats entry, so NATS clients need no credentials; add auth.nats (docs/topology.md) for tenant logins")
+	}
+	// PrepareNATSAuth (the superuser's system.creds) and DemoCreds (a
+	// .creds file per tenant) run next, as for any topology with auth.nats.
 	return nil
 }
 
 // secureTopology appends a tls section naming t's files (and an auth
-// section turning auth on, when addAuth) to a topology file's text.
-// Values are JSON strings, which YAML reads as double-quoted scalars.
-func secureTopology(yaml []byte, t topology.TLS, addAuth bool) ([]byte, error) {
+// section turning auth on, when addAuth, with NATS logins when natsSeeds
+// names the operator's and system account's seed files) to a topology
+// file's text. Values are JSON strings, which YAML reads as double-quoted
+// scalars.
+func secureTopology(yaml []byte, t topology.TLS, addAuth bool, natsSeeds *[2]string) ([]byte, error) {
 	var b bytes.Buffer
 	b.Write(yaml)
 	if len(yaml) > 0 && yaml[len(yaml)-1] != '\n' {
@@ -100,6 +109,11 @@ func secureTopology(yaml []byte, t topology.TLS, addAuth bool) ([]byte, error) {
 	}
 	if addAuth {
 		b.WriteString("auth:\n  enabled: true\n")
+		if natsSeeds != nil {
+			op, _ := json.Marshal(natsSeeds[0])
+			sys, _ := json.Marshal(natsSeeds[1])
+			fmt.Fprintf(&b, "  nats:\n    operator_seed_file: %s\n    system_account_seed_file: %s\n", op, sys)
+		}
 	}
 	return b.Bytes(), nil
 }

@@ -40,6 +40,19 @@ func TestSecureAddsTLSAndAuth(t *testing.T) {
 			if m.Auth == nil || !m.Auth.Enabled {
 				t.Errorf("auth %+v", m.Auth)
 			}
+			if name != "auth already on" {
+				n := m.NATSAuth()
+				if n == nil || n.OperatorSeedFile != filepath.Join(dir, OperatorSeedFile) || n.SystemAccountSeedFile != filepath.Join(dir, SystemSeedFile) {
+					t.Errorf("auth.nats %+v", n)
+				}
+				for _, f := range []string{OperatorSeedFile, SystemSeedFile} {
+					if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Mode().Perm() != 0o600 {
+						t.Errorf("%s: %v %v", f, st, err)
+					}
+				}
+			} else if m.NATSAuth() != nil || !strings.Contains(out.String(), "add auth.nats") {
+				t.Errorf("a topology with its own auth got auth.nats %+v / no note: %q", m.NATSAuth(), out.String())
+			}
 			onDisk, err := os.ReadFile(filepath.Join(r.cfg.DataDir, topologyFile))
 			if err != nil || !bytes.Equal(onDisk, r.cfg.TopologyYAML) {
 				t.Errorf("the nodes' topology copy differs (%v)", err)

@@ -83,7 +83,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := r.superuserToken(); err != nil {
 		return err
 	}
-	if err := PrepareNATSAuth(cfg.Mesh, cfg.DataDir, r.out); err != nil {
+	if err := PrepareNATSAuth(r.cfg.Mesh, cfg.DataDir, r.out); err != nil {
 		return err
 	}
 	started := time.Now()
@@ -96,7 +96,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	r.printEndpoints(time.Since(started))
-	if err := DemoCreds(ctx, cfg.Mesh, cfg.DataDir, r.superToken, r.out); err != nil {
+	if err := DemoCreds(ctx, r.cfg.Mesh, cfg.DataDir, r.superToken, r.out); err != nil {
 		// The mesh runs; only the demo users are missing.
 		fmt.Fprintf(r.out, "strata up: no demo NATS users: %v (make users with `strata admin tenants users add`)\n", err)
 	}
