@@ -33,11 +33,15 @@ func (f *natsFlags) add(cmd *cobra.Command) {
 	p.StringVarP(&f.server, "server", "s", "", "NATS URL(s) of brokers, comma-separated (default: the region's brokers from <data-dir>/mesh.json)")
 	p.StringVar(&f.dataDir, "data-dir", "", "data directory of a running 'strata up' (default ./strata-data)")
 	p.StringVar(&f.region, "region", "", "region whose brokers to use (default: the first region in mesh.json)")
-	p.StringVar(&f.creds, "creds", "", "NATS user credentials (.creds) to log in with (default: <data-dir>/"+supervisor.SystemCredsFile+" when it exists: the mesh's system account, which `strata up` writes when the topology has auth.nats)")
+	p.StringVar(&f.creds, "creds", "", "NATS user credentials (.creds) to log in with (default, when `strata up` made them for auth.nats: <data-dir>/creds/TENANT-demo.creds for a subject of TENANT, else <data-dir>/"+supervisor.SystemCredsFile+", the mesh's system account)")
 	f.tls.register(p)
 }
 
-func (f *natsFlags) connect(name string) (*nats.Conn, error) {
+// connect dials the brokers. Without --creds it logs in, when `strata up`
+// made them (auth.nats), as the demo user of the subject's tenant (its
+// first token: tenants' subjects live in their own account) or else as
+// the mesh's system account.
+func (f *natsFlags) connect(name, subject string) (*nats.Conn, error) {
 	url := f.server
 	if url == "" {
 		mf, err := meshfile.Read(dataDirOr(f.dataDir, nil))
@@ -60,7 +64,11 @@ func (f *natsFlags) connect(name string) (*nats.Conn, error) {
 	}
 	creds := f.creds
 	if creds == "" {
-		if p := filepath.Join(dataDirOr(f.dataDir, nil), supervisor.SystemCredsFile); fileExists(p) {
+		dir := dataDirOr(f.dataDir, nil)
+		tenant, _, _ := strings.Cut(subject, ".")
+		if p := filepath.Join(dir, "creds", tenant+"-"+supervisor.DemoUser+".creds"); tenant != "" && fileExists(p) {
+			creds = p
+		} else if p := filepath.Join(dir, supervisor.SystemCredsFile); fileExists(p) {
 			creds = p
 		}
 	}
@@ -106,7 +114,7 @@ func newPub() *cobra.Command {
 				}
 				m.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
 			}
-			nc, err := nf.connect("strata pub")
+			nc, err := nf.connect("strata pub", args[0])
 			if err != nil {
 				return err
 			}
@@ -140,7 +148,7 @@ func newSub() *cobra.Command {
 		Short: "Subscribe (NATS core) on a region's brokers and print messages until Ctrl-C or --count",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			nc, err := nf.connect("strata sub")
+			nc, err := nf.connect("strata sub", args[0])
 			if err != nil {
 				return err
 			}
