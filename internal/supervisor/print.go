@@ -54,6 +54,8 @@ func (r *run) printSecurity() {
 		fmt.Fprintln(r.out, "\nsecurity: OPEN: no TLS on any listener, plaintext gossip, etcd takes anonymous clients.")
 		if !auth {
 			fmt.Fprintln(r.out, "  No auth either: anyone who reaches these ports can read, publish and change everything.")
+		} else if m.NATSAuth() != nil {
+			fmt.Fprintln(r.out, "  NATS clients log in (auth.nats) and tenants are isolated on the NATS ports, but the internal ports (brokers' link, bookie gRPC, etcd) take anyone who reaches them.")
 		}
 		fmt.Fprintln(r.out, "  For local tests only; `strata up --secure` runs it with TLS and auth.")
 		return
