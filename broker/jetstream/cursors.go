@@ -40,10 +40,10 @@ func loadCursors(ctx context.Context, st *meta.Store, n tenancy.Name) (map[strin
 	return out, nil
 }
 
-// countCursors counts the persisted durable consumers of the region (for
-// account info).
-func countCursors(ctx context.Context, st *meta.Store) int {
-	kvs, err := st.List(ctx, cursorsPrefix)
+// countCursors counts the persisted durable consumers of tenant's
+// topics in the region (for account info: a tenant counts its own only).
+func countCursors(ctx context.Context, st *meta.Store, tenant string) int {
+	kvs, err := st.List(ctx, cursorsPrefix+tenant+"/")
 	if err != nil {
 		return 0
 	}

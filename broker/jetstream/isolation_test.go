@@ -155,6 +155,9 @@ func TestJetStreamTenantIsolation(t *testing.T) {
 		!strings.Contains(err.Error(), "belongs to tenant acme") {
 		t.Fatalf("globex made a stream on acme's subjects: %v", err)
 	}
+	if ai, err := jb.AccountInfo(ctx); err != nil || ai.Streams != 1 || ai.Consumers != 0 {
+		t.Fatalf("globex's account info %+v %v: counts acme's stream or consumer", ai, err)
+	}
 	names := jb.StreamNames(ctx)
 	var seen []string
 	for n := range names.Name() {
