@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -71,6 +73,19 @@ func TestSecureMesh(t *testing.T) {
 		t.Fatal(err)
 	}
 	east, west := live.Node("east", "b1"), live.Node("west", "b1")
+	// --secure turns NATS logins on: up made a demo user of tenant demo.
+	demoCreds := filepath.Join(dataDir, "creds", "demo-demo.creds")
+	waitFor(t, "up writes the demo tenant's .creds", 30*time.Second, func() bool { _, err := os.Stat(demoCreds); return err == nil })
+	t.Run("NATS without credentials", func(t *testing.T) {
+		nc, err := nats.Connect(east.NATS, nats.RootCAs(ca), nats.Timeout(5*time.Second), nats.MaxReconnects(0))
+		if err == nil {
+			nc.Close()
+			t.Fatal("a TLS client without credentials logged in")
+		}
+		if !errors.Is(err, nats.ErrAuthorization) {
+			t.Fatalf("no credentials: %v, want an authorization violation", err)
+		}
+	})
 
 	t.Run("admin HTTPS", func(t *testing.T) {
 		url := live.Node("east", "meta").Admin
@@ -99,7 +114,7 @@ func TestSecureMesh(t *testing.T) {
 
 	t.Run("NATS over TLS and replication", func(t *testing.T) {
 		connect := func(url string) jetstream.JetStream {
-			nc, err := nats.Connect(url, nats.RootCAs(ca), nats.Timeout(5*time.Second), nats.MaxReconnects(-1))
+			nc, err := nats.Connect(url, nats.RootCAs(ca), nats.UserCredentials(demoCreds), nats.Timeout(5*time.Second), nats.MaxReconnects(-1))
 			if err != nil {
 				t.Fatalf("nats.go over TLS to %s: %v", url, err)
 			}
