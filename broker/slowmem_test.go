@@ -2,14 +2,11 @@ package broker
 
 import (
 	"bufio"
-	"fmt"
-	"net"
 	"os"
 	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,47 +25,6 @@ func slowFloodBytes(t *testing.T) int {
 		mib = n
 	}
 	return mib << 20
-}
-
-// dialSmallWindow connects to addr with a 4 KiB receive buffer, so that the
-// kernel absorbs little of what the broker sends a reader that never reads.
-func dialSmallWindow(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		var serr error
-		err := rc.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
-		})
-		if err != nil {
-			return err
-		}
-		return serr
-	}}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// subscribeAndStall subscribes a raw connection to subject and returns once
-// the broker confirmed the subscription; the caller then never reads.
-func subscribeAndStall(t *testing.T, addr, subject string) net.Conn {
-	t.Helper()
-	c := dialSmallWindow(t, addr)
-	br := bufio.NewReader(c)
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := br.ReadString('\n'); err != nil { // INFO
-		t.Fatal(err)
-	}
-	if _, err := fmt.Fprintf(c, "CONNECT {\"verbose\":false}\r\nSUB %s 1\r\nPING\r\n", subject); err != nil {
-		t.Fatal(err)
-	}
-	if l, err := br.ReadString('\n'); err != nil || l != "PONG\r\n" {
-		t.Fatalf("subscribe: got %q, %v", l, err)
-	}
-	return c
 }
 
 // heapInuse returns runtime.MemStats.HeapInuse, after a collection when gc
@@ -96,7 +52,7 @@ func TestSlowConsumersBoundHeap(t *testing.T) {
 
 	idle := heapInuse(true)
 	for i := 0; i < slow; i++ {
-		subscribeAndStall(t, s.Addr(), "flood")
+		testutil.StalledSubscriber(t, s.Addr(), "flood")
 	}
 
 	// Sample the heap while the flood runs.
@@ -120,7 +76,7 @@ func TestSlowConsumersBoundHeap(t *testing.T) {
 		}
 	}()
 
-	pub := dialSmallWindow(t, s.Addr())
+	pub := testutil.DialSmallWindow(t, s.Addr())
 	payload := make([]byte, 16<<10)
 	frame := append([]byte("PUB flood "+strconv.Itoa(len(payload))+"\r\n"), payload...)
 	frame = append(frame, "\r\n"...)

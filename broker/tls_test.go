@@ -4,9 +4,9 @@ import (
 	"bufio"
 	"crypto/tls"
 	"encoding/json"
+	"github.com/stratamesh/strata/internal/tlsconf/tlsconftest"
 	"io"
 	"net"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,19 +20,7 @@ import (
 )
 
 // testTLS makes a development CA and certificates for one test.
-func testTLS(t *testing.T) (*tlsconf.Bundle, tlsconf.Dev) {
-	t.Helper()
-	d, err := tlsconf.EnsureDev(filepath.Join(t.TempDir(), "secure"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := d.TLS()
-	b, err := tlsconf.Load(&files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b, d
-}
+func testTLS(t *testing.T) (*tlsconf.Bundle, tlsconf.Dev) { return tlsconftest.New(t) }
 
 func withTLS(b *tlsconf.Bundle, clientAuth tls.ClientAuthType) func(*Config) {
 	return func(c *Config) {

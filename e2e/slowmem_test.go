@@ -104,7 +104,7 @@ func slowFlood(t *testing.T, addr string, pid, slow, total int) floodResult {
 	t.Helper()
 	var subs []net.Conn
 	for i := 0; i < slow; i++ {
-		subs = append(subs, rawSubscribe(t, addr, "flood"))
+		subs = append(subs, testutil.StalledSubscriber(t, addr, "flood"))
 	}
 	var r floodResult
 	r.idle = vmRSS(t, pid)
@@ -129,7 +129,7 @@ func slowFlood(t *testing.T, addr string, pid, slow, total int) floodResult {
 		}
 	}()
 
-	pub := smallWindowDial(t, addr)
+	pub := testutil.DialSmallWindow(t, addr)
 	pr := bufio.NewReader(pub)
 	_ = pub.SetReadDeadline(time.Now().Add(60 * time.Second))
 	if _, err := pr.ReadString('\n'); err != nil { // INFO
@@ -180,45 +180,6 @@ func slowFlood(t *testing.T, addr string, pid, slow, total int) floodResult {
 	sampler.Wait()
 	r.peak = peak.Load()
 	return r
-}
-
-func smallWindowDial(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		var serr error
-		if err := rc.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
-		}); err != nil {
-			return err
-		}
-		return serr
-	}}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// rawSubscribe subscribes a small-window connection to subject and
-// returns once the server confirmed it (PONG).
-func rawSubscribe(t *testing.T, addr, subject string) net.Conn {
-	t.Helper()
-	c := smallWindowDial(t, addr)
-	br := bufio.NewReader(c)
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := br.ReadString('\n'); err != nil { // INFO
-		t.Fatal(err)
-	}
-	if _, err := fmt.Fprintf(c, "CONNECT {\"verbose\":false,\"pedantic\":false}\r\nSUB %s 1\r\nPING\r\n", subject); err != nil {
-		t.Fatal(err)
-	}
-	if l, err := br.ReadString('\n'); err != nil || l != "PONG\r\n" {
-		t.Fatalf("subscribe: got %q, %v", l, err)
-	}
-	_ = c.SetReadDeadline(time.Time{})
-	return c
 }
 
 // readVmRSS returns pid's resident set size in bytes (/proc/PID/status).

@@ -56,6 +56,21 @@ func (f *adminFlags) brokers() (*brokerConn, error) {
 // is an answer). A read goes on to the next broker after any failure; a
 // write only when it could not be sent at all (refused connection), so
 // that it is never made twice.
+// brokerQuery asks the first broker that answers (a read, through
+// brokerConn.do) with fn and returns its answer.
+func brokerQuery[T any](ctx context.Context, flags *adminFlags, fn func(ctx context.Context, c *admin.Client, base string) (T, error)) (T, error) {
+	var v T
+	c, err := flags.brokers()
+	if err != nil {
+		return v, err
+	}
+	err = c.do(ctx, false, func(ctx context.Context, base string) (err error) {
+		v, err = fn(ctx, c.client, base)
+		return err
+	})
+	return v, err
+}
+
 func (c *brokerConn) do(ctx context.Context, write bool, fn func(ctx context.Context, base string) error) error {
 	urls := c.urls
 	if c.base != "" {
@@ -104,15 +119,10 @@ func newAdminTenants(flags *adminFlags) *cobra.Command {
 		Short: "List the tenants with their admins and quotas (- is unlimited)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := flags.brokers()
+			ts, err := brokerQuery(cmd.Context(), flags, func(ctx context.Context, c *admin.Client, base string) ([]admin.Tenant, error) {
+				return c.Tenants(ctx, base)
+			})
 			if err != nil {
-				return err
-			}
-			var ts []admin.Tenant
-			if err := c.do(cmd.Context(), false, func(ctx context.Context, base string) (err error) {
-				ts, err = c.client.Tenants(ctx, base)
-				return err
-			}); err != nil {
 				return err
 			}
 			if flags.json {
@@ -136,15 +146,10 @@ func newAdminTenants(flags *adminFlags) *cobra.Command {
 			if err := checkTenantArg(args[0]); err != nil {
 				return err
 			}
-			c, err := flags.brokers()
+			t, err := brokerQuery(cmd.Context(), flags, func(ctx context.Context, c *admin.Client, base string) (admin.Tenant, error) {
+				return c.Tenant(ctx, base, args[0])
+			})
 			if err != nil {
-				return err
-			}
-			var t admin.Tenant
-			if err := c.do(cmd.Context(), false, func(ctx context.Context, base string) (err error) {
-				t, err = c.client.Tenant(ctx, base, args[0])
-				return err
-			}); err != nil {
 				return err
 			}
 			if flags.json {
@@ -273,15 +278,10 @@ func newAdminNamespaces(flags *adminFlags) *cobra.Command {
 			if err := checkTenantArg(args[0]); err != nil {
 				return err
 			}
-			c, err := flags.brokers()
+			nss, err := brokerQuery(cmd.Context(), flags, func(ctx context.Context, c *admin.Client, base string) ([]admin.Namespace, error) {
+				return c.Namespaces(ctx, base, args[0])
+			})
 			if err != nil {
-				return err
-			}
-			var nss []admin.Namespace
-			if err := c.do(cmd.Context(), false, func(ctx context.Context, base string) (err error) {
-				nss, err = c.client.Namespaces(ctx, base, args[0])
-				return err
-			}); err != nil {
 				return err
 			}
 			if flags.json {
@@ -306,15 +306,10 @@ func newAdminNamespaces(flags *adminFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := flags.brokers()
+			ns, err := brokerQuery(cmd.Context(), flags, func(ctx context.Context, c *admin.Client, base string) (admin.Namespace, error) {
+				return c.Namespace(ctx, base, n)
+			})
 			if err != nil {
-				return err
-			}
-			var ns admin.Namespace
-			if err := c.do(cmd.Context(), false, func(ctx context.Context, base string) (err error) {
-				ns, err = c.client.Namespace(ctx, base, n)
-				return err
-			}); err != nil {
 				return err
 			}
 			if flags.json {
@@ -458,15 +453,10 @@ func newAdminNamespaces(flags *adminFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := flags.brokers()
+			p, err := brokerQuery(cmd.Context(), flags, func(ctx context.Context, c *admin.Client, base string) (admin.Policies, error) {
+				return c.Policies(ctx, base, n)
+			})
 			if err != nil {
-				return err
-			}
-			var p admin.Policies
-			if err := c.do(cmd.Context(), false, func(ctx context.Context, base string) (err error) {
-				p, err = c.client.Policies(ctx, base, n)
-				return err
-			}); err != nil {
 				return err
 			}
 			if flags.json {
@@ -575,15 +565,10 @@ func newAdminTokens(flags *adminFlags) *cobra.Command {
 		Short: "List the admin tokens (never their secrets)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := flags.brokers()
+			ts, err := brokerQuery(cmd.Context(), flags, func(ctx context.Context, c *admin.Client, base string) ([]admin.TokenInfo, error) {
+				return c.Tokens(ctx, base)
+			})
 			if err != nil {
-				return err
-			}
-			var ts []admin.TokenInfo
-			if err := c.do(cmd.Context(), false, func(ctx context.Context, base string) (err error) {
-				ts, err = c.client.Tokens(ctx, base)
-				return err
-			}); err != nil {
 				return err
 			}
 			if flags.json {

@@ -38,11 +38,8 @@ show it again. Clients use it as they would with nats-server:
   nats.Connect(url, nats.UserCredentials("FILE"))`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkTenantArg(args[0]); err != nil {
+			if err := checkUserArgs(args); err != nil {
 				return err
-			}
-			if !validName(args[1]) {
-				return fmt.Errorf("user name %q: use letters, digits, '-' and '_'", args[1])
 			}
 			d, err := tenancy.ParseDuration(expiry)
 			if err != nil {
@@ -100,15 +97,10 @@ show it again. Clients use it as they would with nats-server:
 			if err := checkTenantArg(args[0]); err != nil {
 				return err
 			}
-			c, err := flags.brokers()
+			us, err := brokerQuery(cmd.Context(), flags, func(ctx context.Context, c *admin.Client, base string) ([]admin.UserInfo, error) {
+				return c.Users(ctx, base, args[0])
+			})
 			if err != nil {
-				return err
-			}
-			var us []admin.UserInfo
-			if err := c.do(cmd.Context(), false, func(ctx context.Context, base string) (err error) {
-				us, err = c.client.Users(ctx, base, args[0])
-				return err
-			}); err != nil {
 				return err
 			}
 			if flags.json {
@@ -132,11 +124,8 @@ show it again. Clients use it as they would with nats-server:
 		Short: "Revoke a NATS user mesh-wide: its live connections are closed and its credentials refused",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkTenantArg(args[0]); err != nil {
+			if err := checkUserArgs(args); err != nil {
 				return err
-			}
-			if !validName(args[1]) {
-				return fmt.Errorf("user name %q: use letters, digits, '-' and '_'", args[1])
 			}
 			c, err := flags.brokers()
 			if err != nil {
@@ -189,4 +178,15 @@ func expiresText(t *time.Time) string {
 		return "never"
 	}
 	return t.Local().Format(time.DateTime)
+}
+
+// checkUserArgs checks TENANT USER arguments.
+func checkUserArgs(args []string) error {
+	if err := checkTenantArg(args[0]); err != nil {
+		return err
+	}
+	if !validName(args[1]) {
+		return fmt.Errorf("user name %q: use letters, digits, '-' and '_'", args[1])
+	}
+	return nil
 }

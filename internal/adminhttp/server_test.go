@@ -5,8 +5,8 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"github.com/stratamesh/strata/internal/tlsconf/tlsconftest"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -125,15 +125,7 @@ func TestRoutesAndErrors(t *testing.T) {
 }
 
 func TestHTTPS(t *testing.T) {
-	d, err := tlsconf.EnsureDev(filepath.Join(t.TempDir(), "secure"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := d.TLS()
-	b, err := tlsconf.Load(&files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, _ := tlsconftest.New(t)
 	s := New(nil)
 	admin.Mount(s, admin.Routes(admin.Backends{Health: s}), nil)
 	if err := s.StartTLS("127.0.0.1:0", b.Server(tls.NoClientCert)); err != nil {
@@ -143,7 +135,7 @@ func TestHTTPS(t *testing.T) {
 	if !strings.HasPrefix(s.URL(), "https://") {
 		t.Fatalf("URL %s", s.URL())
 	}
-	ca, err := tlsconf.ClientFromFiles("ca", files.CAFile, "", "", "")
+	ca, err := tlsconf.ClientFromFiles("ca", b.Files().CAFile, "", "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,9 @@ package meta
 
 import (
 	"crypto/tls"
-	"path/filepath"
+	"github.com/stratamesh/strata/internal/tlsconf/tlsconftest"
 	"strings"
 	"testing"
-
-	"github.com/stratamesh/strata/internal/tlsconf"
 )
 
 // TestEmbeddedTLSAndAuth: an embedded etcd with TLS and a root password
@@ -16,19 +14,11 @@ import (
 func TestEmbeddedTLSAndAuth(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
-	d, err := tlsconf.EnsureDev(filepath.Join(t.TempDir(), "secure"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := d.TLS()
-	b, err := tlsconf.Load(&files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, _ := tlsconftest.New(t)
 	cfg := DefaultEmbeddedConfig()
 	cfg.Dir = t.TempDir()
 	cfg.Fast = true
-	cfg.TLS = &EmbeddedTLS{CAFile: files.CAFile, CertFile: files.CertFile, KeyFile: files.KeyFile}
+	cfg.TLS = &EmbeddedTLS{CAFile: b.Files().CAFile, CertFile: b.Files().CertFile, KeyFile: b.Files().KeyFile}
 	cfg.RootPassword = b.EtcdPassword
 	for round := range 2 { // the second start finds auth on already
 		e, err := StartEmbedded(ctx, cfg)
