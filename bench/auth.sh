@@ -18,6 +18,11 @@
 #   nats-secure    the same in operator mode with TLS: bench/natsauth writes
 #                  the operator, accounts, user .creds and the certificates
 #                  (internal/tlsconf.EnsureDev)
+# and, only when named in TARGETS, auth without TLS (to tell the two apart):
+#   strata-auth    strata-open's topology plus auth.nats (operator and system
+#                  account seeds from bench/natsauth), no tls section; clients
+#                  log in as the demo tenant's user
+#   nats-auth      nats-server in operator mode without TLS
 #
 # For each round, mode and target (MODES, default all four):
 #   pub     nats bench pub bench.core.T.R --msgs MSGS --size 128 (nobody subscribed)
@@ -32,6 +37,7 @@
 #   bench/auth.sh                                       # everything, 5 rounds
 #   ROUNDS=1 MSGS=200000 JSMSGS=20000 CONNS=200 bench/auth.sh   # a quick try
 #   TARGETS="strata-open strata-secure" MODES=pub PROFILE_DIR=/tmp/prof bench/auth.sh
+#   TARGETS="strata-open strata-auth strata-secure nats-open nats-auth nats-secure" bench/auth.sh
 #
 # Env: ROUNDS (5; the table shows medians), MSGS (2000000), JSMSGS
 # (100000), CONNS (1000), PAR (8), MODES, TARGETS, KEEP=1 (keep the data
@@ -57,8 +63,8 @@ SERVER_ENV=${SERVER_ENV:-}
 PROFILE_DIR=${PROFILE_DIR:-}
 
 for t in $TARGETS; do
-  case $t in strata-open | strata-secure | nats-open | nats-secure) ;; *)
-    echo "auth.sh: unknown target $t (strata-open strata-secure nats-open nats-secure)" >&2
+  case $t in strata-open | strata-auth | strata-secure | nats-open | nats-auth | nats-secure) ;; *)
+    echo "auth.sh: unknown target $t (strata-open strata-auth strata-secure nats-open nats-auth nats-secure)" >&2
     exit 2
     ;;
   esac
@@ -139,10 +145,11 @@ healthz() (
 
 declare -A url creds tlsca
 
-# start_nats NAME SECURE: one nats-server with JetStream file storage
-# under $work/NAME; SECURE=1 adds operator mode and TLS.
+# start_nats NAME SECURITY: one nats-server with JetStream file storage
+# under $work/NAME; SECURITY open, auth (operator mode) or secure
+# (operator mode and TLS).
 start_nats() {
-  local name=$1 secure=$2 dir="$work/$1"
+  local name=$1 security=$2 dir="$work/$1"
   mkdir -p "$dir/js"
   free_port
   local p=$port
@@ -153,13 +160,14 @@ start_nats() {
     echo "listen: 127.0.0.1:$p"
     echo "http: 127.0.0.1:$mon"
     echo "jetstream { store_dir: \"$dir/js\" }"
-    [ "$secure" = 1 ] && echo "include auth.conf"
+    [ "$security" = auth ] && echo "include auth-only.conf"
+    [ "$security" = secure ] && echo "include auth.conf"
   } >"$dir/server.conf"
-  if [ "$secure" = 1 ]; then
+  if [ "$security" != open ]; then
     "$work/bin/natsauth" -dir "$dir"
     creds[$name]="$dir/bench.creds"
-    tlsca[$name]="$dir/tls/ca.pem"
   fi
+  [ "$security" = secure ] && tlsca[$name]="$dir/tls/ca.pem"
   env $SERVER_ENV bin/nats-server -c "$dir/server.conf" >"$work/logs/$name.log" 2>&1 &
   pids+=($!)
   if ! wait_for "$name /healthz" 60 healthz "$mon"; then
@@ -169,16 +177,30 @@ start_nats() {
   url[$name]="nats://127.0.0.1:$p"
 }
 
-# start_strata NAME SECURE: strata up with bench/auth-topology.yaml in
-# $work/NAME; SECURE=1 adds --secure and waits for the demo user's creds.
+# start_strata NAME SECURITY: strata up with bench/auth-topology.yaml in
+# $work/NAME; SECURITY open, auth (the topology plus auth.nats with seeds
+# from bench/natsauth) or secure (--secure); with auth it waits for the
+# demo user's creds.
 start_strata() {
-  local name=$1 secure=$2 dir="$work/$1" flags=() prof=()
-  [ "$secure" = 1 ] && flags+=(--secure)
+  local name=$1 security=$2 dir="$work/$1" topo=bench/auth-topology.yaml flags=() prof=()
+  [ "$security" = secure ] && flags+=(--secure)
+  if [ "$security" = auth ]; then
+    "$work/bin/natsauth" -dir "$work/$name-keys"
+    topo="$work/$name-topology.yaml"
+    {
+      cat bench/auth-topology.yaml
+      echo "auth:"
+      echo "  enabled: true"
+      echo "  nats:"
+      echo "    operator_seed_file: \"$work/$name-keys/operator.nk\""
+      echo "    system_account_seed_file: \"$work/$name-keys/system.nk\""
+    } >"$topo"
+  fi
   [ -n "$PROFILE_DIR" ] && mkdir -p "$PROFILE_DIR" && prof=("STRATA_CPUPROFILE=$PROFILE_DIR/$name-{node}.pprof")
-  env $SERVER_ENV "${prof[@]}" "$STRATA" up -f bench/auth-topology.yaml --data-dir "$dir" --fresh "${flags[@]}" >"$work/logs/$name-up.log" 2>&1 &
+  env $SERVER_ENV "${prof[@]}" "$STRATA" up -f "$topo" --data-dir "$dir" --fresh "${flags[@]}" >"$work/logs/$name-up.log" 2>&1 &
   pids+=($!)
   local up=$! ready="$dir/mesh.json"
-  [ "$secure" = 1 ] && ready="$dir/creds/demo-demo.creds"
+  [ "$security" != open ] && ready="$dir/creds/demo-demo.creds"
   # mesh.json is written once every node is ready, the demo creds after it.
   for _ in $(seq 1200); do
     { [ -s "$ready" ] && grep -qs '"nats://' "$dir/mesh.json"; } && break
@@ -191,18 +213,15 @@ start_strata() {
     exit 1
   fi
   url[$name]=$(grep -o '"nats://[^"]*"' "$dir/mesh.json" | head -1 | tr -d '"')
-  if [ "$secure" = 1 ]; then
-    creds[$name]="$dir/creds/demo-demo.creds"
-    tlsca[$name]="$dir/secure/ca.pem"
-  fi
+  [ "$security" != open ] && creds[$name]="$dir/creds/demo-demo.creds"
+  [ "$security" = secure ] && tlsca[$name]="$dir/secure/ca.pem"
+  return 0
 }
 
 for t in $TARGETS; do
   case $t in
-  strata-open) start_strata "$t" 0 ;;
-  strata-secure) start_strata "$t" 1 ;;
-  nats-open) start_nats "$t" 0 ;;
-  nats-secure) start_nats "$t" 1 ;;
+  strata-*) start_strata "$t" "${t#strata-}" ;;
+  nats-*) start_nats "$t" "${t#nats-}" ;;
   esac
   echo "# $t: ${url[$t]}${creds[$t]:+ --creds ${creds[$t]}}${tlsca[$t]:+ --tlsca ${tlsca[$t]}}" >&2
 done
@@ -326,22 +345,34 @@ for mode in $MODES; do
 done
 echo
 echo "# runs took ${elapsed}s. Cells: medians of $ROUNDS round(s), msgs/s (conn-*: connects/s);"
-echo "# cost columns: secure ÷ open of the medians"
+echo "# cost columns: secure (or auth) ÷ open of the medians"
 header="| measurement |"
 rule="|---|"
 for t in $TARGETS; do
   header+=" $t |"
   rule+="---:|"
 done
-has strata-open && has strata-secure && { header+=" strata secure ÷ open |"; rule+="---:|"; }
-has nats-open && has nats-secure && { header+=" nats-server secure ÷ open |"; rule+="---:|"; }
+costs=() # "server kind": a cost column for each pair present
+for srv in strata nats; do
+  for kind in auth secure; do
+    if has "$srv-open" && has "$srv-$kind"; then
+      costs+=("$srv $kind")
+      name=$srv
+      [ "$srv" = nats ] && name=nats-server
+      header+=" $name $kind ÷ open |"
+      rule+="---:|"
+    fi
+  done
+done
 echo "$header"
 echo "$rule"
 for l in "${labels[@]}"; do
   line="| $l |"
   for t in $TARGETS; do line+=" $(median "$t" "$l") |"; done
-  has strata-open && has strata-secure && line+=" $(ratio "$(median strata-secure "$l")" "$(median strata-open "$l")") |"
-  has nats-open && has nats-secure && line+=" $(ratio "$(median nats-secure "$l")" "$(median nats-open "$l")") |"
+  for c in "${costs[@]}"; do
+    read -r srv kind <<<"$c"
+    line+=" $(ratio "$(median "$srv-$kind" "$l")" "$(median "$srv-open" "$l")") |"
+  done
   echo "$line"
 done
 if [ -s "$failures" ]; then

@@ -13,13 +13,18 @@
 //	               resolver: MEMORY, resolver_preload with both account
 //	               JWTs, and a tls block with the server certificate;
 //	               `include auth.conf` from a config in DIR
+//	auth-only.conf the same without the tls block (JWT auth alone)
+//	operator.nk, system.nk
+//	               the operator's and the system account's seeds (0600),
+//	               for a Strata topology's auth.nats (bench/auth.sh's
+//	               strata-auth target); its accounts are its own
 //	bench.creds    the user's JWT and seed (nats --creds, nats.UserCredentials)
 //	tls/           internal/tlsconf.EnsureDev's files: ca.pem (for
 //	               nats --tlsca), node.pem and node-key.pem (the server's)
 //
 // The JWTs and keys come from github.com/nats-io/jwt/v2 and nkeys, as
 // Strata's own do, so both servers verify the same kind of chain. The
-// seeds other than the user's are not kept: nothing is added later.
+// bench account's seed is not kept: nothing is added later.
 package main
 
 import (
@@ -65,7 +70,7 @@ func write(dir string) error {
 	if err != nil {
 		return err
 	}
-	_, sysPub, err := newKey(nkeys.CreateAccount)
+	sys, sysPub, err := newKey(nkeys.CreateAccount)
 	if err != nil {
 		return err
 	}
@@ -117,7 +122,7 @@ func write(dir string) error {
 		return err
 	}
 
-	conf := fmt.Sprintf(`# written by bench/natsauth: operator mode with TLS
+	authOnly := fmt.Sprintf(`# written by bench/natsauth: operator mode
 operator: %q
 system_account: %s
 resolver: MEMORY
@@ -125,17 +130,28 @@ resolver_preload: {
   %s: %q
   %s: %q
 }
-tls {
+`, filepath.Join(dir, "operator.jwt"), sysPub, sysPub, sysJWT, acctPub, acctJWT)
+	withTLS := authOnly + fmt.Sprintf(`tls {
   cert_file: %q
   key_file: %q
 }
-`, filepath.Join(dir, "operator.jwt"), sysPub, sysPub, sysJWT, acctPub, acctJWT,
-		dev.Path(tlsconf.DevNodeCertFile), dev.Path(tlsconf.DevNodeKeyFile))
+`, dev.Path(tlsconf.DevNodeCertFile), dev.Path(tlsconf.DevNodeKeyFile))
+	opSeed, err := op.Seed()
+	if err != nil {
+		return err
+	}
+	sysSeed, err := sys.Seed()
+	if err != nil {
+		return err
+	}
 
 	return errors.Join(
 		os.WriteFile(filepath.Join(dir, "operator.jwt"), []byte(opJWT+"\n"), 0o644),
-		os.WriteFile(filepath.Join(dir, "auth.conf"), []byte(conf), 0o644),
+		os.WriteFile(filepath.Join(dir, "auth.conf"), []byte(withTLS), 0o644),
+		os.WriteFile(filepath.Join(dir, "auth-only.conf"), []byte(authOnly), 0o644),
 		os.WriteFile(filepath.Join(dir, "bench.creds"), creds, 0o600),
+		os.WriteFile(filepath.Join(dir, "operator.nk"), append(opSeed, '\n'), 0o600),
+		os.WriteFile(filepath.Join(dir, "system.nk"), append(sysSeed, '\n'), 0o600),
 	)
 }
 
