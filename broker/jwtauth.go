@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/jwt/v2"
@@ -51,7 +52,18 @@ type JWTAuth struct {
 	Accounts AccountResolver
 	// Now is the clock for expiry checks; nil is time.Now.
 	Now func() time.Time
+
+	// decoded caches account JWTs already decoded and checked against
+	// Operators (by the token's text, so a re-signed account is decoded
+	// afresh): a connect then costs one user-JWT decode and one nonce
+	// check, not an account decode and its signature check too.
+	mu      sync.Mutex
+	decoded map[string]*jwt.AccountClaims
 }
+
+// maxDecodedAccounts bounds JWTAuth's cache of decoded account JWTs; it is
+// emptied when full.
+const maxDecodedAccounts = 4096
 
 // Refusals of JWTAuth; each is wrapped with the detail (which key, which
 // time) and only logged: the client is told 'Authorization Violation'.
@@ -146,19 +158,42 @@ func (a *JWTAuth) account(acctPub string, now time.Time) (*jwt.AccountClaims, er
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownAccount, acctPub)
 	}
-	ac, err := jwt.DecodeAccountClaims(tok)
+	ac, err := a.decodeAccount(tok)
 	if err != nil {
 		return nil, fmt.Errorf("%w: account %s: %v", ErrUntrusted, acctPub, err)
 	}
 	if ac.Subject != acctPub {
 		return nil, fmt.Errorf("%w: the JWT held for account %s is account %s's", ErrUntrusted, acctPub, ac.Subject)
 	}
-	if !slices.Contains(a.Operators, ac.Issuer) {
-		return nil, fmt.Errorf("%w: account %s was signed by %s", ErrUntrusted, acctPub, ac.Issuer)
-	}
 	if err := claimsValidAt(ac.Claims(), now); err != nil {
 		return nil, fmt.Errorf("account %s: %w", acctPub, err)
 	}
+	return ac, nil
+}
+
+// decodeAccount decodes an account JWT and checks that one of Operators
+// signed it, once per token text (cached). The claims returned are shared:
+// callers only read them.
+func (a *JWTAuth) decodeAccount(tok string) (*jwt.AccountClaims, error) {
+	a.mu.Lock()
+	ac := a.decoded[tok]
+	a.mu.Unlock()
+	if ac != nil {
+		return ac, nil
+	}
+	ac, err := jwt.DecodeAccountClaims(tok)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(a.Operators, ac.Issuer) {
+		return nil, fmt.Errorf("signed by %s, not a trusted operator", ac.Issuer)
+	}
+	a.mu.Lock()
+	if a.decoded == nil || len(a.decoded) >= maxDecodedAccounts {
+		a.decoded = map[string]*jwt.AccountClaims{}
+	}
+	a.decoded[tok] = ac
+	a.mu.Unlock()
 	return ac, nil
 }
 
