@@ -69,7 +69,7 @@ func (s *Service) apiRegion(req jsapi.APIRequest, m message) {
 	case jsapi.KindAccountInfo:
 		streams := s.reg.streams(tenant, "")
 		ai := &jsapi.AccountInfo{
-			Streams: len(streams), Consumers: countCursors(ctx, s.cfg.Store),
+			Streams: len(streams), Consumers: countCursors(ctx, s.cfg.Store, tenant),
 			Limits: jsapi.UnlimitedAccountLimits(),
 			API:    jsapi.APIStats{Level: jsapi.APILevel, Total: s.apiTotal.Load(), Errors: s.apiErrors.Load()},
 		}

@@ -40,10 +40,13 @@ func loadCursors(ctx context.Context, st *meta.Store, n tenancy.Name) (map[strin
 	return out, nil
 }
 
-// countCursors counts the persisted durable consumers of the region (for
-// account info).
-func countCursors(ctx context.Context, st *meta.Store) int {
-	kvs, err := st.List(ctx, cursorsPrefix)
+// countCursors counts tenant's persisted durable consumers in the region
+// (for account info: a tenant's count never includes another tenant's).
+func countCursors(ctx context.Context, st *meta.Store, tenant string) int {
+	if tenant == "" {
+		return 0
+	}
+	kvs, err := st.List(ctx, cursorsPrefix+tenant+"/")
 	if err != nil {
 		return 0
 	}

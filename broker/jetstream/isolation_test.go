@@ -119,6 +119,10 @@ func TestJetStreamTenantIsolation(t *testing.T) {
 	if info, _ := sb.Info(ctx); info.State.Msgs != 0 {
 		t.Fatalf("globex's ORDERS has %d messages: acme's publishes reached it", info.State.Msgs)
 	}
+	// Its account info counts its own stream and none of acme's consumers.
+	if ai, err := jb.AccountInfo(ctx); err != nil || ai.Streams != 1 || ai.Consumers != 0 {
+		t.Fatalf("globex's account info: %+v %v, want its 1 stream and no consumer", ai, err)
+	}
 	for _, name := range []string{"acme:streams:ORDERS"} {
 		if _, err := jb.Stream(ctx, name); !errors.Is(err, jetstream.ErrStreamNotFound) {
 			t.Fatalf("globex looks up %s: %v, want not found", name, err)
