@@ -16,22 +16,29 @@ import (
 	"github.com/stratamesh/strata/tenancy"
 )
 
+// natsAuthMesh is geoMeshWith(name, regions, 500, "") with admin
+// authorization on (the superuser's token is superToken) and auth.nats,
+// whose operator and system-account seeds are made in a directory of the
+// test's.
+func natsAuthMesh(t *testing.T, name string, regions []string) string {
+	t.Helper()
+	op, sys, err := supervisor.GenerateNATSSeeds(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return geoMeshWith(name, regions, 500, "") + fmt.Sprintf(
+		"auth:\n  enabled: true\n  superuser_token_sha256: %s\n  nats: {operator_seed_file: %s, system_account_seed_file: %s}\n",
+		tenancy.HashSecret(superToken), op, sys)
+}
+
 // TestNATSUsersAcrossRegions: on a 2-region mesh with auth.nats, a user
 // added through the CLI in r1 connects with nats.UserCredentials in both
 // regions and publishes and subscribes; a client without credentials is
 // refused; after `revoke` the user's live connections in both regions are
 // closed and a reconnect is refused.
 func TestNATSUsersAcrossRegions(t *testing.T) {
-	seeds := t.TempDir()
-	op, sys, err := supervisor.GenerateNATSSeeds(seeds)
-	if err != nil {
-		t.Fatal(err)
-	}
 	regions := []string{"r1", "r2"}
-	topo := geoMeshWith("natsusers", regions, 500, "") + fmt.Sprintf(
-		"auth:\n  enabled: true\n  superuser_token_sha256: %s\n  nats: {operator_seed_file: %s, system_account_seed_file: %s}\n",
-		tenancy.HashSecret(superToken), op, sys)
-	c := startGeoCluster(t, topo, regions)
+	c := startGeoCluster(t, natsAuthMesh(t, "natsusers", regions), regions)
 	c.mustAdmin(t, "r1", http.MethodPut, "/admin/v1/tenants/acme", superToken, `{}`, http.StatusCreated)
 
 	creds := filepath.Join(t.TempDir(), "alice.creds")
@@ -55,6 +62,7 @@ func TestNATSUsersAcrossRegions(t *testing.T) {
 		ch := make(chan struct{})
 		closed[r] = ch
 		var nc *nats.Conn
+		var err error
 		took := waitFor(t, "alice connects in "+r, 30*time.Second, func() bool {
 			nc, err = nats.Connect(strings.Join(c.regions[r].urls(), ","), nats.UserCredentials(creds), nats.Timeout(2*time.Second),
 				nats.MaxReconnects(2), nats.ReconnectWait(200*time.Millisecond), nats.ClosedHandler(func(*nats.Conn) { close(ch) }))
