@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // The JetStream API between tenants (a step of TestTenantIsolation).
@@ -212,5 +214,54 @@ func (s *isoSuite) alphaSeesOwnOnly(t *testing.T, region string) {
 	jsOK(t, a, "INFO", "", &acct)
 	if acct.Streams != 1 || acct.Consumers != 0 {
 		t.Fatalf("%s: alpha's account info: %+v, want its 1 stream and no consumer", region, acct)
+	}
+}
+
+// wildcardCapture: a stream of alpha's on wildcard subjects whose first
+// token is no tenant ("*.ns.orders") is alpha's alone: it takes alpha's
+// publishes, while publishes on bravo.ns.orders — bravo's, and the
+// superuser's (the system account's publishes may go to any tenant's
+// stream) — go to bravo's ns:orders. It leaves bravo with two more
+// messages, in both regions (and alpha without its ORDERS, deleted to
+// make room: any wildcard first token overlaps orders.>).
+func (s *isoSuite) wildcardCapture(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ja := s.alice["r1"].js(t)
+	// (alpha's ORDERS, on orders.>, would overlap any subject of WILD's)
+	if err := ja.DeleteStream(ctx, "ORDERS"); err != nil {
+		t.Fatalf("alpha deletes its ORDERS: %v", err)
+	}
+	wild, err := ja.CreateStream(ctx, jetstream.StreamConfig{Name: "WILD", Subjects: []string{"*.ns.orders"}})
+	if err != nil {
+		t.Fatalf("alpha's stream WILD on *.ns.orders: %v", err)
+	}
+	defer func() {
+		if err := ja.DeleteStream(ctx, "WILD"); err != nil {
+			t.Errorf("alpha deletes WILD: %v", err)
+		}
+	}()
+	if ack, err := ja.Publish(ctx, attacker+".ns.orders", []byte("alpha's own")); err != nil || ack.Stream != "WILD" {
+		t.Fatalf("alpha's publish on %s.ns.orders: %+v %v, want it in WILD", attacker, ack, err)
+	}
+	super := s.connect(t, "r1", "b1", "superuser").js(t)
+	for name, js := range map[string]jetstream.JetStream{"the superuser": super, "bob": s.bob2["r1"].js(t)} {
+		ack, err := js.Publish(ctx, victim+".ns.orders", []byte("from "+name))
+		if err != nil || (ack.Stream != "ns:orders" && ack.Stream != victim+":ns:orders") {
+			t.Errorf("%s publishes on %s.ns.orders: %+v %v, want bravo's ns:orders", name, victim, ack, err)
+		}
+	}
+	if info, err := wild.Info(ctx); err != nil || info.State.Msgs != 1 {
+		t.Fatalf("alpha's WILD: %+v %v, want alpha's 1 message only", info, err)
+	}
+	for _, r := range s.regions {
+		st, err := s.bob1[r].js(t).Stream(ctx, "ns:orders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, r+": bravo's ns:orders has 7 messages", 60*time.Second, func() bool {
+			info, err := st.Info(ctx)
+			return err == nil && info.State.Msgs == 7
+		})
 	}
 }

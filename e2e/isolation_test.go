@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -40,7 +41,8 @@ type isoSuite struct {
 	// tokens are the tenant-admin tokens, by tenant.
 	tokens map[string]admin.TokenCreated
 	// creds are the users' .creds files, by user name (alice, eve and
-	// mallory are alpha's; bob is bravo's).
+	// mallory are alpha's; bob is bravo's; superuser is the system
+	// account's).
 	creds map[string]string
 	// By region: alice on broker b1; bob on b1 (witness, JetStream,
 	// requests) and on b2 (publisher, responder).
@@ -82,6 +84,7 @@ func TestTenantIsolation(t *testing.T) {
 		{"request-reply across tenants", s.requestAcross, false},
 		{"internal subjects and acting as a replicator", s.internalSubjects, false},
 		{"JetStream API on bravo's streams and consumers", s.jetStreamAPI, false},
+		{"alpha's wildcard streams never take bravo's messages", s.wildcardCapture, true},
 		{"admin routes with alpha's tenant-admin token", s.adminRoutes, false},
 		{"expired revoked and forged credentials", s.badCredentials, false},
 		{"unmodified nats CLI with creds", s.natsCLI, false},
@@ -114,7 +117,8 @@ func TestTenantIsolation(t *testing.T) {
 func newIsoSuite(t *testing.T) *isoSuite {
 	t.Helper()
 	regions := []string{"r1", "r2"}
-	s := &isoSuite{c: startGeoCluster(t, natsAuthMesh(t, "isolation", regions), regions), regions: regions, dir: t.TempDir(),
+	topo, sysCreds := natsAuthMesh(t, "isolation", regions)
+	s := &isoSuite{c: startGeoCluster(t, topo, regions), regions: regions, dir: t.TempDir(),
 		tokens: map[string]admin.TokenCreated{}, creds: map[string]string{},
 		alice: map[string]*isoConn{}, bob1: map[string]*isoConn{}, bob2: map[string]*isoConn{}}
 	for _, tenant := range []string{attacker, victim} {
@@ -147,6 +151,7 @@ func newIsoSuite(t *testing.T) *isoSuite {
 		return code == http.StatusOK
 	})
 	s.creds["bob"] = s.addUserAPI(t, "r2", victim, "bob")
+	s.creds["superuser"] = sysCreds
 	for _, r := range regions {
 		s.alice[r] = s.connect(t, r, "b1", "alice")
 		s.bob1[r] = s.connect(t, r, "b1", "bob")
@@ -295,7 +300,11 @@ func (s *isoSuite) victimState(t *testing.T, region string) string {
 		}
 	}
 	get := func(path string) []byte {
-		return s.c.mustAdmin(t, region, http.MethodGet, path, superToken, "", http.StatusOK)
+		var c bytes.Buffer
+		if err := json.Compact(&c, s.c.mustAdmin(t, region, http.MethodGet, path, superToken, "", http.StatusOK)); err != nil {
+			t.Fatalf("%s: GET %s: %v", region, path, err)
+		}
+		return c.Bytes()
 	}
 	fmt.Fprintf(&b, "tenant: %s\nnamespaces: %s\n", get("/admin/v1/tenants/"+victim), get("/admin/v1/namespaces/"+victim))
 	for _, ns := range []string{"ns", "streams"} {

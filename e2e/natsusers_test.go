@@ -11,24 +11,55 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 
 	"github.com/stratamesh/strata/internal/supervisor"
 	"github.com/stratamesh/strata/tenancy"
+	"github.com/stratamesh/strata/tenancy/creds"
 )
 
 // natsAuthMesh is geoMeshWith(name, regions, 500, "") with admin
 // authorization on (the superuser's token is superToken) and auth.nats,
 // whose operator and system-account seeds are made in a directory of the
-// test's.
-func natsAuthMesh(t *testing.T, name string, regions []string) string {
+// test's. sysCreds is a .creds file of a user of the system account (the
+// superuser's NATS credentials).
+func natsAuthMesh(t *testing.T, name string, regions []string) (topo, sysCreds string) {
 	t.Helper()
-	op, sys, err := supervisor.GenerateNATSSeeds(t.TempDir())
+	dir := t.TempDir()
+	op, sys, err := supervisor.GenerateNATSSeeds(dir)
 	if err != nil {
+		t.Fatal(err)
+	}
+	var kps []nkeys.KeyPair
+	for _, f := range []struct {
+		path string
+		kind nkeys.PrefixByte
+	}{{op, nkeys.PrefixByteOperator}, {sys, nkeys.PrefixByteAccount}} {
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kp, err := creds.ParseSeed(b, f.kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kps = append(kps, kp)
+	}
+	system, err := creds.NewSystem(kps[0], kps[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := system.MeshCreds("e2e-superuser", 0, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sysCreds = filepath.Join(dir, "system.creds")
+	if err := os.WriteFile(sysCreds, text, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return geoMeshWith(name, regions, 500, "") + fmt.Sprintf(
 		"auth:\n  enabled: true\n  superuser_token_sha256: %s\n  nats: {operator_seed_file: %s, system_account_seed_file: %s}\n",
-		tenancy.HashSecret(superToken), op, sys)
+		tenancy.HashSecret(superToken), op, sys), sysCreds
 }
 
 // TestNATSUsersAcrossRegions: on a 2-region mesh with auth.nats, a user
@@ -38,7 +69,8 @@ func natsAuthMesh(t *testing.T, name string, regions []string) string {
 // closed and a reconnect is refused.
 func TestNATSUsersAcrossRegions(t *testing.T) {
 	regions := []string{"r1", "r2"}
-	c := startGeoCluster(t, natsAuthMesh(t, "natsusers", regions), regions)
+	topo, _ := natsAuthMesh(t, "natsusers", regions)
+	c := startGeoCluster(t, topo, regions)
 	c.mustAdmin(t, "r1", http.MethodPut, "/admin/v1/tenants/acme", superToken, `{}`, http.StatusCreated)
 
 	creds := filepath.Join(t.TempDir(), "alice.creds")
