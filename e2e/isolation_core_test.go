@@ -293,7 +293,7 @@ func expectPubDenied(t *testing.T, ic *isoConn, msg *nats.Msg) {
 
 // publishInto: alpha publishes into bravo's topic subjects (plain, with
 // a reply as a JetStream publish does, with headers), refused every
-// time; on a plain subject both use, alpha's message stays in alpha's
+// time, even for a user whose JWT allows those subjects; on a plain subject both use, alpha's message stays in alpha's
 // subject space: bravo's subscribers never get it.
 func (s *isoSuite) publishInto(t *testing.T) {
 	for _, r := range s.regions {
@@ -302,6 +302,12 @@ func (s *isoSuite) publishInto(t *testing.T) {
 			expectPubDenied(t, a, &nats.Msg{Subject: subj, Data: []byte("forged")})
 			expectPubDenied(t, a, &nats.Msg{Subject: subj, Reply: "_INBOX.alpha", Data: []byte("forged")})
 			expectPubDenied(t, a, &nats.Msg{Subject: subj, Header: nats.Header{"Nats-Msg-Id": []string{"forged"}}, Data: []byte("forged")})
+		}
+		// spy, whose user JWT allows publishing on bravo's and the mesh's
+		// subjects, is refused the same.
+		spy := s.connect(t, r, "b2", "spy")
+		for _, subj := range []string{victim + ".ns.orders", victim + ".streams.ORDERS", "$STRATA.REPL." + victim + ".ns.orders", "$SR.FWD.b1"} {
+			expectPubDenied(t, spy, &nats.Msg{Subject: subj, Data: []byte("forged")})
 		}
 		// chat.room: bravo's subscribers on both brokers of the region;
 		// alpha publishes on b1, then bravo's marker from b1 follows it

@@ -40,8 +40,8 @@ type isoSuite struct {
 	dir     string
 	// tokens are the tenant-admin tokens, by tenant.
 	tokens map[string]admin.TokenCreated
-	// creds are the users' .creds files, by user name (alice, eve and
-	// mallory are alpha's; bob is bravo's; superuser is the system
+	// creds are the users' .creds files, by user name (alice, eve,
+	// mallory and spy are alpha's; bob is bravo's; superuser is the system
 	// account's).
 	creds map[string]string
 	// By region: alice on broker b1; bob on b1 (witness, JetStream,
@@ -67,6 +67,9 @@ type isoConn struct {
 	errs chan error
 }
 
+// TestTenantIsolation runs the isolation suite's steps in order on one
+// mesh; after each step that does not make bravo's data, bravo's state in
+// both regions must be what it was.
 func TestTenantIsolation(t *testing.T) {
 	began := time.Now()
 	s := newIsoSuite(t)
@@ -146,6 +149,8 @@ func newIsoSuite(t *testing.T) *isoSuite {
 	// admin API in r2 with bravo's (once both have reached r2).
 	s.creds["alice"] = s.addUserCLI(t, "r1", attacker, "alice", "1h")
 	s.creds["mallory"] = s.addUserCLI(t, "r1", attacker, "mallory", "1h")
+	// spy's user JWT allows bravo's and the mesh's subjects outright.
+	s.creds["spy"] = s.addUserCLI(t, "r1", attacker, "spy", "1h", "--pub", victim+".>", "--pub", "$STRATA.>", "--pub", "$SR.>", "--pub", attacker+".>")
 	waitFor(t, "bravo's token and tenant reach r2", 30*time.Second, func() bool {
 		code, _ := s.c.adminCall(t, "r2", http.MethodGet, "/admin/v1/tenants/"+victim+"/users", s.tokens[victim].Secret, "")
 		return code == http.StatusOK
@@ -174,11 +179,11 @@ func newIsoSuite(t *testing.T) *isoSuite {
 
 // addUserCLI runs `strata admin tenants users add` in region with the
 // tenant's admin token and returns the .creds file.
-func (s *isoSuite) addUserCLI(t *testing.T, region, tenant, user, expiry string) string {
+func (s *isoSuite) addUserCLI(t *testing.T, region, tenant, user, expiry string, flags ...string) string {
 	t.Helper()
 	file := filepath.Join(s.dir, tenant+"-"+user+".creds")
-	out, errOut, code := strata(t, "admin", "tenants", "users", "add", tenant, user, "--url", s.c.regions[region].brokers["b1"].report.Admin,
-		"--token", s.tokens[tenant].Secret, "--expiry", expiry, "-o", file)
+	out, errOut, code := strata(t, append([]string{"admin", "tenants", "users", "add", tenant, user, "--url", s.c.regions[region].brokers["b1"].report.Admin,
+		"--token", s.tokens[tenant].Secret, "--expiry", expiry, "-o", file}, flags...)...)
 	if code != 0 {
 		t.Fatalf("users add %s %s: %d\n%s\n%s", tenant, user, code, out, errOut)
 	}
