@@ -175,7 +175,7 @@ func (s *isoSuite) badCredentials(t *testing.T) {
 			ch := make(chan struct{})
 			closed[r+"/"+b] = ch
 			nc, err := nats.Connect(s.c.regions[r].brokers[b].report.NATS, nats.UserCredentials(s.creds["mallory"]), nats.NoReconnect(),
-				nats.Timeout(5*time.Second), nats.ClosedHandler(func(*nats.Conn) { close(ch) }))
+				nats.Timeout(5*time.Second), nats.ClosedHandler(func(*nats.Conn) { close(ch) }), quietErrors)
 			if err != nil {
 				t.Fatalf("%s/%s: mallory before the revocation: %v", r, b, err)
 			}

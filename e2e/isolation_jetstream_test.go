@@ -163,6 +163,20 @@ func (s *isoSuite) jetStreamAPI(t *testing.T) {
 			why := jsRefused(t, a, "STREAM.CREATE."+c.name, fmt.Sprintf(`{"name":%q,"subjects":%s}`, c.name, c.subjects))
 			t.Logf("%s: STREAM.CREATE.%s on %s → %s", r, c.name, c.subjects, why)
 		}
+		// Streams that would copy bravo's: a mirror or sources of bravo's
+		// streams, a republish into bravo's subjects; a push consumer
+		// delivering into them.
+		for _, body := range []string{
+			`{"name":"COPY","mirror":{"name":"` + victim + `:ns:orders"}}`,
+			`{"name":"COPY","mirror":{"name":"ns:orders"}}`,
+			`{"name":"COPY","sources":[{"name":"` + victim + `:streams:ORDERS"}]}`,
+			`{"name":"COPY","subjects":["copy.>"],"republish":{"src":">","dest":"` + victim + `.ns.orders"}}`,
+		} {
+			why := jsRefused(t, a, "STREAM.CREATE.COPY", body)
+			t.Logf("%s: STREAM.CREATE.COPY %s → %s", r, body, why)
+		}
+		why := jsRefused(t, a, "CONSUMER.CREATE.ORDERS.push", `{"stream_name":"ORDERS","config":{"name":"push","deliver_subject":"`+victim+`.ns.orders","ack_policy":"none"}}`)
+		t.Logf("%s: a push consumer of alpha's ORDERS delivering to %s.ns.orders → %s", r, victim, why)
 		s.alphaSeesOwnOnly(t, r)
 		// Acks on the subject of bravo's unacknowledged delivery.
 		for _, ack := range []string{"+WPI", "-NAK", "+TERM", "+ACK"} {

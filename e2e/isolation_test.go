@@ -59,6 +59,10 @@ type isoSuite struct {
 	before map[string]string
 }
 
+// quietErrors keeps a connection's expected asynchronous errors (its
+// credentials expired or were revoked) off the test's output.
+var quietErrors = nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})
+
 // isoConn is a NATS connection and the asynchronous errors it was told
 // (-ERR 'Permissions Violation …').
 type isoConn struct {
@@ -169,7 +173,7 @@ func newIsoSuite(t *testing.T) *isoSuite {
 	s.eveClosed = make(chan struct{})
 	var err error
 	s.eveConn, err = nats.Connect(s.c.regions["r1"].brokers["b1"].report.NATS, nats.UserCredentials(s.creds["eve"]),
-		nats.NoReconnect(), nats.Timeout(2*time.Second), nats.ClosedHandler(func(*nats.Conn) { close(s.eveClosed) }))
+		nats.NoReconnect(), nats.Timeout(2*time.Second), nats.ClosedHandler(func(*nats.Conn) { close(s.eveClosed) }), quietErrors)
 	if err != nil {
 		t.Fatalf("eve, before her credentials expire: %v", err)
 	}
