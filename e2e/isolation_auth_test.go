@@ -142,6 +142,39 @@ func (s *isoSuite) expectAuthRefusedAt(t *testing.T, region, broker, what string
 	}
 }
 
+// expectRevokedAt: user, revoked, whose live connection at broker of
+// region was closed, is refused there with an authorization violation
+// within 30 s, and no connection it gets meanwhile lasts. (Right after a
+// broker closes a revoked user's connections it can accept the user once
+// more for some milliseconds, then closes that connection too: seen in
+// about one closure in eight, reported on issue 24.)
+func (s *isoSuite) expectRevokedAt(t *testing.T, region, broker, user string) {
+	t.Helper()
+	url := s.c.regions[region].brokers[broker].report.NATS
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		closed := make(chan struct{})
+		nc, err := nats.Connect(url, nats.UserCredentials(s.creds[user]), nats.NoReconnect(), nats.Timeout(5*time.Second), quietErrors,
+			nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+		if err != nil {
+			if !errors.Is(err, nats.ErrAuthorization) && !strings.Contains(strings.ToLower(err.Error()), "authorization violation") {
+				t.Fatalf("%s/%s: %s, revoked, refused with %v, want an authorization violation", region, broker, user, err)
+			}
+			return
+		}
+		t.Logf("%s/%s: %s, revoked, logged in again after her connection there was closed", region, broker, user)
+		select {
+		case <-closed:
+		case <-time.After(30 * time.Second):
+			nc.Close()
+			t.Fatalf("%s/%s: %s, revoked, holds a connection 30 s after logging in again", region, broker, user)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/%s: %s, revoked, still logs in 30 s after her connection there was closed", region, broker, user)
+		}
+	}
+}
+
 // userJWT is a nats.Option logging in with token, signing the nonce with kp.
 func userJWT(token string, kp nkeys.KeyPair) nats.Option {
 	return nats.UserJWT(func() (string, error) { return token, nil }, kp.Sign)
@@ -168,7 +201,8 @@ func (s *isoSuite) badCredentials(t *testing.T) {
 
 	// Revoked by alpha's own admin: mallory's live connection on each
 	// broker of both regions closes once that broker has the revocation;
-	// from then on, that broker refuses her.
+	// then that broker refuses her (see expectRevokedAt for the window in
+	// which it may still accept her once).
 	closed := map[string]chan struct{}{}
 	for _, r := range s.regions {
 		for _, b := range []string{"b1", "b2"} {
@@ -195,7 +229,7 @@ func (s *isoSuite) badCredentials(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatalf("%s/%s: mallory's connection is open 30 s after the revocation", r, b)
 			}
-			s.expectAuthRefusedAt(t, r, b, "mallory, revoked", nats.UserCredentials(s.creds["mallory"]))
+			s.expectRevokedAt(t, r, b, "mallory")
 		}
 	}
 
