@@ -119,10 +119,15 @@ func TestNATSUsersAcrossRegions(t *testing.T) {
 		}
 	}
 
-	out, errOut, code = strata(t, "admin", "tenants", "users", "list", "acme", "--url", c.regions["r2"].brokers["b1"].report.Admin, "--token", superToken)
-	if code != 0 || !strings.Contains(out, "alice") {
-		t.Fatalf("users list in r2: %d\n%s\n%s", code, out, errOut)
-	}
+	// The user's record reaches r2 on its own (the account it logged in
+	// with there may come first).
+	waitFor(t, "users list in r2 shows alice", 30*time.Second, func() bool {
+		out, errOut, code = strata(t, "admin", "tenants", "users", "list", "acme", "--url", c.regions["r2"].brokers["b1"].report.Admin, "--token", superToken)
+		if code != 0 {
+			t.Fatalf("users list in r2: %d\n%s\n%s", code, out, errOut)
+		}
+		return strings.Contains(out, "alice")
+	})
 	revoked := time.Now()
 	if out, errOut, code = strata(t, "admin", "tenants", "users", "revoke", "acme", "alice", "--url", c.regions["r1"].brokers["b1"].report.Admin, "--token", superToken); code != 0 {
 		t.Fatalf("users revoke: %d\n%s\n%s", code, out, errOut)
