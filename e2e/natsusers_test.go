@@ -11,10 +11,56 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 
 	"github.com/stratamesh/strata/internal/supervisor"
 	"github.com/stratamesh/strata/tenancy"
+	"github.com/stratamesh/strata/tenancy/creds"
 )
+
+// natsAuthMesh is geoMeshWith(name, regions, 500, "") with admin
+// authorization on (the superuser's token is superToken) and auth.nats,
+// whose operator and system-account seeds are made in a directory of the
+// test's. sysCreds is a .creds file of a user of the system account (the
+// superuser's NATS credentials).
+func natsAuthMesh(t *testing.T, name string, regions []string) (topo, sysCreds string) {
+	t.Helper()
+	dir := t.TempDir()
+	op, sys, err := supervisor.GenerateNATSSeeds(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kps []nkeys.KeyPair
+	for _, f := range []struct {
+		path string
+		kind nkeys.PrefixByte
+	}{{op, nkeys.PrefixByteOperator}, {sys, nkeys.PrefixByteAccount}} {
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kp, err := creds.ParseSeed(b, f.kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kps = append(kps, kp)
+	}
+	system, err := creds.NewSystem(kps[0], kps[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := system.MeshCreds("e2e-superuser", 0, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sysCreds = filepath.Join(dir, "system.creds")
+	if err := os.WriteFile(sysCreds, text, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return geoMeshWith(name, regions, 500, "") + fmt.Sprintf(
+		"auth:\n  enabled: true\n  superuser_token_sha256: %s\n  nats: {operator_seed_file: %s, system_account_seed_file: %s}\n",
+		tenancy.HashSecret(superToken), op, sys), sysCreds
+}
 
 // TestNATSUsersAcrossRegions: on a 2-region mesh with auth.nats, a user
 // added through the CLI in r1 connects with nats.UserCredentials in both
@@ -22,15 +68,8 @@ import (
 // refused; after `revoke` the user's live connections in both regions are
 // closed and a reconnect is refused.
 func TestNATSUsersAcrossRegions(t *testing.T) {
-	seeds := t.TempDir()
-	op, sys, err := supervisor.GenerateNATSSeeds(seeds)
-	if err != nil {
-		t.Fatal(err)
-	}
 	regions := []string{"r1", "r2"}
-	topo := geoMeshWith("natsusers", regions, 500, "") + fmt.Sprintf(
-		"auth:\n  enabled: true\n  superuser_token_sha256: %s\n  nats: {operator_seed_file: %s, system_account_seed_file: %s}\n",
-		tenancy.HashSecret(superToken), op, sys)
+	topo, _ := natsAuthMesh(t, "natsusers", regions)
 	c := startGeoCluster(t, topo, regions)
 	c.mustAdmin(t, "r1", http.MethodPut, "/admin/v1/tenants/acme", superToken, `{}`, http.StatusCreated)
 
@@ -55,6 +94,7 @@ func TestNATSUsersAcrossRegions(t *testing.T) {
 		ch := make(chan struct{})
 		closed[r] = ch
 		var nc *nats.Conn
+		var err error
 		took := waitFor(t, "alice connects in "+r, 30*time.Second, func() bool {
 			nc, err = nats.Connect(strings.Join(c.regions[r].urls(), ","), nats.UserCredentials(creds), nats.Timeout(2*time.Second),
 				nats.MaxReconnects(2), nats.ReconnectWait(200*time.Millisecond), nats.ClosedHandler(func(*nats.Conn) { close(ch) }))
@@ -79,10 +119,15 @@ func TestNATSUsersAcrossRegions(t *testing.T) {
 		}
 	}
 
-	out, errOut, code = strata(t, "admin", "tenants", "users", "list", "acme", "--url", c.regions["r2"].brokers["b1"].report.Admin, "--token", superToken)
-	if code != 0 || !strings.Contains(out, "alice") {
-		t.Fatalf("users list in r2: %d\n%s\n%s", code, out, errOut)
-	}
+	// The user's record reaches r2 on its own (the account it logged in
+	// with there may come first).
+	waitFor(t, "users list in r2 shows alice", 30*time.Second, func() bool {
+		out, errOut, code = strata(t, "admin", "tenants", "users", "list", "acme", "--url", c.regions["r2"].brokers["b1"].report.Admin, "--token", superToken)
+		if code != 0 {
+			t.Fatalf("users list in r2: %d\n%s\n%s", code, out, errOut)
+		}
+		return strings.Contains(out, "alice")
+	})
 	revoked := time.Now()
 	if out, errOut, code = strata(t, "admin", "tenants", "users", "revoke", "acme", "alice", "--url", c.regions["r1"].brokers["b1"].report.Admin, "--token", superToken); code != 0 {
 		t.Fatalf("users revoke: %d\n%s\n%s", code, out, errOut)

@@ -40,9 +40,12 @@ func loadCursors(ctx context.Context, st *meta.Store, n tenancy.Name) (map[strin
 	return out, nil
 }
 
-// countCursors counts the persisted durable consumers of tenant's
-// topics in the region (for account info: a tenant counts its own only).
+// countCursors counts tenant's persisted durable consumers in the region
+// (for account info: a tenant's count never includes another tenant's).
 func countCursors(ctx context.Context, st *meta.Store, tenant string) int {
+	if tenant == "" {
+		return 0
+	}
 	kvs, err := st.List(ctx, cursorsPrefix+tenant+"/")
 	if err != nil {
 		return 0

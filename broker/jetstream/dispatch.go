@@ -472,6 +472,23 @@ func (s *Service) uncaptured(account string, subject, reply []byte) (*stream, br
 	return st, broker.HookStored
 }
 
+// capturing is the stream that stores a publish of account on the
+// literal subject, or nil. A tenant account's publishes go to its own
+// streams only (registry.captures). With account spaces, the system
+// account's publishes on a subject whose first token is a tenant go to
+// that tenant's streams only (nats-wire §4: the subject's first token is
+// its tenant): another tenant's stream on a wildcard ("*.ns.orders")
+// never takes them. Otherwise, any tenant's stream capturing the subject.
+func (s *Service) capturing(account string, subject []byte) *stream {
+	if account == "" && s.cfg.AccountSpaces {
+		first, _, _ := strings.Cut(string(subject), ".")
+		if tenancy.ValidToken(first) && s.cfg.Policies.Tenant(first) {
+			return s.reg.captures(first, subject)
+		}
+	}
+	return s.reg.captures(account, subject)
+}
+
 // capturesSubject reports whether one of st's subjects matches subject.
 func capturesSubject(st *stream, subject string) bool {
 	for _, f := range st.config.Subjects {

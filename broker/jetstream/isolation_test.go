@@ -119,6 +119,10 @@ func TestJetStreamTenantIsolation(t *testing.T) {
 	if info, _ := sb.Info(ctx); info.State.Msgs != 0 {
 		t.Fatalf("globex's ORDERS has %d messages: acme's publishes reached it", info.State.Msgs)
 	}
+	// Its account info counts its own stream and none of acme's consumers.
+	if ai, err := jb.AccountInfo(ctx); err != nil || ai.Streams != 1 || ai.Consumers != 0 {
+		t.Fatalf("globex's account info: %+v %v, want its 1 stream and no consumer", ai, err)
+	}
 	for _, name := range []string{"acme:streams:ORDERS"} {
 		if _, err := jb.Stream(ctx, name); !errors.Is(err, jetstream.ErrStreamNotFound) {
 			t.Fatalf("globex looks up %s: %v, want not found", name, err)
@@ -204,4 +208,52 @@ func replyData(m *nats.Msg) string {
 		return ""
 	}
 	return string(m.Data)
+}
+
+// TestJetStreamSystemPublishGoesToSubjectTenant: with account spaces, a
+// system-account publish on a tenant's subject is stored in that
+// tenant's topic, never in another tenant's stream whose wildcard
+// subjects ("*.streams.orders") match it too.
+func TestJetStreamSystemPublishGoesToSubjectTenant(t *testing.T) {
+	accts := newTestAccounts(t, "acme", "globex", "system")
+	sysKP := accts.keys["system"]
+	sysPub, _ := sysKP.PublicKey()
+	r := newStrataRegionWith(t, 1, func(c *js.Config) {
+		c.AccountSpaces = true
+		c.Policies = js.StaticPolicies{
+			"demo":   {"streams": {AutoCreateTopics: true}},
+			"acme":   {"streams": {AutoCreateTopics: true}},
+			"globex": {"streams": {AutoCreateTopics: true}},
+		}
+	}, func(c *broker.Config) {
+		accts.auth(c)
+		c.Auth.(*broker.JWTAuth).SystemAccount = sysPub
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	url := r.brokers[0].url()
+	ja, _ := jetstream.New(accts.login(t, url, "acme"))
+	jg, _ := jetstream.New(accts.login(t, url, "globex"))
+	js0, _ := jetstream.New(accts.login(t, url, "system"))
+	wild, err := jg.CreateStream(ctx, jetstream.StreamConfig{Name: "WILD", Subjects: []string{"*.streams.orders"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ja.Publish(ctx, "acme.streams.orders", []byte("acme's")); err != nil {
+		t.Fatal(err)
+	}
+	ack, err := js0.Publish(ctx, "acme.streams.orders", []byte("the system's"))
+	if err != nil || !strings.HasSuffix(ack.Stream, "streams:orders") || ack.Sequence != 2 {
+		t.Fatalf("system publish on acme.streams.orders: %+v %v, want acme's topic at seq 2", ack, err)
+	}
+	if info, err := wild.Info(ctx); err != nil || info.State.Msgs != 0 {
+		t.Fatalf("globex's WILD: %+v %v, want none of acme's messages", info, err)
+	}
+	st, err := ja.Stream(ctx, "streams:orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := st.Info(ctx); err != nil || info.State.Msgs != 2 {
+		t.Fatalf("acme's streams:orders: %+v %v, want its 2 messages", info, err)
+	}
 }

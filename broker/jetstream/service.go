@@ -238,7 +238,7 @@ func (s *Service) ClientPublish(ci broker.ClientInfo, subject, reply, hdr, paylo
 			return broker.HookConsumed
 		}
 	}
-	st := s.reg.captures(acct, subject)
+	st := s.capturing(acct, subject)
 	if st == nil {
 		var res broker.HookResult
 		if st, res = s.uncaptured(acct, subject, reply); st == nil {
@@ -300,7 +300,7 @@ func (s *Service) onForward(_, _, _, payload []byte) {
 	}
 	m := message{origin: e.Origin, account: e.Account, hops: e.Hops, subject: e.Subject, reply: e.Reply, hdr: e.Header, data: e.Data}
 	if !strings.HasPrefix(m.subject, "$") {
-		if m.stream = s.reg.captures(m.account, []byte(m.subject)); m.stream == nil {
+		if m.stream = s.capturing(m.account, []byte(m.subject)); m.stream == nil {
 			// A topic created a moment ago, which this broker's registry
 			// has not seen yet: wait for it (parked, in order), as for a
 			// topic without a serving owner.

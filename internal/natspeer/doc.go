@@ -7,6 +7,9 @@
 //   - Binary: the nats-server executable, built once per test binary from
 //     the tools module (about a minute cold, a second or two with a warm
 //     build cache), or taken from STRATA_NATS_SERVER.
+//   - CLI: the pinned nats CLI (natscli), built the same way, or taken
+//     from STRATA_NATS_CLI: the unmodified tool that e2e tests run
+//     against a Strata mesh.
 //   - Start: one server process on a free loopback port with the caller's
 //     config lines, killed when the test ends (and, through the Linux
 //     parent-death signal, when the test binary dies).
@@ -17,8 +20,8 @@
 // # What it must not do
 //
 // It is test support: only _test.go files may import it. The reference
-// server never enters Strata's module (it is built from tools/, a module
-// of its own).
+// server and the CLI never enter Strata's module (they are built from
+// tools/, a module of its own).
 //
 // # Concurrency and the caller's duties
 //

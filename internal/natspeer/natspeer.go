@@ -20,46 +20,74 @@ import (
 // the nats-server to run instead of building one.
 const EnvBinary = "STRATA_NATS_SERVER"
 
+// EnvCLI names the environment variable that, when set, is the path of
+// the nats CLI to run instead of building one.
+const EnvCLI = "STRATA_NATS_CLI"
+
 const (
 	startTimeout = 15 * time.Second // until the server answers with INFO
 	stopTimeout  = 10 * time.Second // SIGTERM to exit, then SIGKILL
 	logTail      = 40               // server log lines shown when a test fails
 )
 
+// peerBinary is one executable of the tools module, built at most once
+// per test binary.
+type peerBinary struct {
+	env, pkg, name string
+	once           sync.Once
+	path           string
+	err            error
+}
+
 var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
+	serverBin = &peerBinary{env: EnvBinary, pkg: "github.com/nats-io/nats-server/v2", name: "nats-server"}
+	cliBin    = &peerBinary{env: EnvCLI, pkg: "github.com/nats-io/natscli/nats", name: "nats"}
 )
 
-// Binary returns the path of the reference nats-server, building it on
-// first use in this test binary. STRATA_NATS_SERVER overrides the path.
-func Binary(t testing.TB) string {
+// get returns the binary's path: the environment variable's value when
+// set, else the package built from the tools module on first use.
+func (b *peerBinary) get(t testing.TB) string {
 	t.Helper()
-	binOnce.Do(func() {
-		if p := os.Getenv(EnvBinary); p != "" {
-			binPath = p
+	b.once.Do(func() {
+		if p := os.Getenv(b.env); p != "" {
+			b.path = p
 			return
 		}
 		_, file, _, _ := runtime.Caller(0)
 		tools := filepath.Join(filepath.Dir(file), "..", "..", "tools")
 		dir, err := os.MkdirTemp("", "strata-natspeer-")
 		if err != nil {
-			binErr = err
+			b.err = err
 			return
 		}
-		binPath = filepath.Join(dir, "nats-server")
-		cmd := exec.Command("go", "build", "-o", binPath, "github.com/nats-io/nats-server/v2")
+		b.path = filepath.Join(dir, b.name)
+		cmd := exec.Command("go", "build", "-o", b.path, b.pkg)
 		cmd.Dir = tools
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("natspeer: building the reference nats-server in %s: %v\n%s", tools, err, out)
+			b.err = fmt.Errorf("natspeer: building %s in %s: %v\n%s", b.pkg, tools, err, out)
 		}
 	})
-	if binErr != nil {
-		t.Fatal(binErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return binPath
+	return b.path
+}
+
+// Binary returns the path of the reference nats-server, building it on
+// first use in this test binary. STRATA_NATS_SERVER overrides the path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	return serverBin.get(t)
+}
+
+// CLI returns the path of the pinned nats CLI (natscli, tools/go.mod),
+// building it on first use in this test binary (under a minute cold).
+// STRATA_NATS_CLI overrides the path. Run it with a HOME of the test's
+// own and --no-context, so no context of the machine's user applies.
+func CLI(t testing.TB) string {
+	t.Helper()
+	return cliBin.get(t)
 }
 
 // Server is a running reference nats-server.
