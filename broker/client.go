@@ -231,6 +231,7 @@ func (c *client) Connect(arg []byte) error {
 		}
 		ci := ConnectInfo{User: o.User, Pass: o.Pass, Token: o.Token, JWT: o.JWT, Sig: o.Sig, NKey: o.NKey,
 			Nonce: c.nonce, Name: o.Name, RemoteAddr: c.remote}
+		gen := c.srv.authGen.Load()
 		id, err := a.Authenticate(ci)
 		if err != nil {
 			c.srv.authFailures.Add(1)
@@ -241,6 +242,17 @@ func (c *client) Connect(arg []byte) error {
 			c.authTimer.Stop()
 		}
 		c.setIdentity(ci, id)
+		if c.srv.authGen.Load() != gen {
+			// A Reauthorize ran while this login was checked (after its
+			// snapshot of the logged-in connections, or with the
+			// Authenticator's view from before the change): check again,
+			// now that the connection is where the next one looks.
+			if _, err := a.Authenticate(ci); err != nil {
+				c.srv.authFailures.Add(1)
+				c.srv.logger.Info("authentication failed on a re-check during a change", "remote", c.remote, "name", o.Name, "err", err)
+				return &closeErr{text: errTextAuth, err: err}
+			}
+		}
 	}
 	c.connected = true
 	c.handshook.Store(true)

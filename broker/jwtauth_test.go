@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -408,5 +409,48 @@ func BenchmarkJWTAuthenticate(b *testing.B) {
 		if _, err := auth.Authenticate(ci); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// gateAuth accepts until refuse is set; its first call waits for release
+// (so a test can run Reauthorize while a login is being checked).
+type gateAuth struct {
+	entered, release chan struct{}
+	refuse           atomic.Bool
+	once             sync.Once
+}
+
+func (g *gateAuth) Authenticate(ConnectInfo) (Identity, error) {
+	refused := g.refuse.Load() // decided before the wait, as a check that read the old state
+	g.once.Do(func() {
+		close(g.entered)
+		<-g.release
+	})
+	if refused {
+		return Identity{}, ErrRevoked
+	}
+	return Identity{Account: "acme"}, nil
+}
+
+// TestAuthLoginAcrossReauthorize: a login being checked while a
+// revocation's Reauthorize runs (which cannot see it yet) is checked again
+// and refused, rather than left open for good.
+func TestAuthLoginAcrossReauthorize(t *testing.T) {
+	g := &gateAuth{entered: make(chan struct{}), release: make(chan struct{})}
+	srv := startBroker(t, func(c *Config) { c.Auth = g })
+	done := make(chan error, 1)
+	go func() {
+		nc, err := nats.Connect(srv.ClientURL(), nats.Timeout(5*time.Second), nats.NoReconnect())
+		if err == nil {
+			nc.Close()
+		}
+		done <- err
+	}()
+	<-g.entered
+	g.refuse.Store(true) // the revocation…
+	srv.Reauthorize()    // …and its re-check, which finds no logged-in connection yet
+	close(g.release)
+	if err := <-done; !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("a login checked across a revocation: %v, want an authorization violation", err)
 	}
 }

@@ -52,6 +52,9 @@ type Server struct {
 	inMsgs, inBytes, outMsgs, droppedPubs atomic.Int64
 	slowConsumers, staleConns, noResp     atomic.Int64
 	authFailures, permViolations          atomic.Int64
+	// authGen counts Reauthorize calls (begun): a login checked across
+	// one is checked again (client.Connect).
+	authGen atomic.Uint64
 }
 
 // interestKey is one (subject, queue) a broker has local subscriptions for.
@@ -305,6 +308,7 @@ func (s *Server) Reauthorize() int {
 	if a == nil {
 		return 0
 	}
+	s.authGen.Add(1)
 	s.mu.Lock()
 	cs := make([]*client, 0, len(s.authed))
 	for _, c := range s.authed {
