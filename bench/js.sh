@@ -66,60 +66,9 @@ fi
 NATS=bin/nats
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/strata-jsbench.XXXXXX")
-pids=()
-current= # the nats command running now
-cleanup() {
-  local p
-  if [ -n "$current" ]; then kill -TERM "$current" 2>/dev/null || true; fi
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do
-    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null || true
-  done
-  wait 2>/dev/null || true
-  if [ "$KEEP" = 1 ]; then
-    echo "# kept data and logs in $work" >&2
-  else
-    rm -rf "$work"
-  fi
-}
+. bench/lib.sh
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-# free_port: sets port to one nothing listens on now and this script has not
-# handed out (the gap until the server binds it is small).
-used_ports=" "
-free_port() {
-  while :; do
-    # Below the kernel's ephemeral range (ip_local_port_range, from
-    # 32768 by default), which outgoing connections draw from: a port
-    # picked there can be taken before nats-server binds it.
-    port=$((20000 + RANDOM % 12000))
-    [[ "$used_ports" == *" $port "* ]] && continue
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue
-    used_ports+="$port "
-    return
-  done
-}
-
-# wait_for DESCRIPTION SECONDS COMMAND...: poll until COMMAND succeeds.
-wait_for() {
-  local what=$1 secs=$2
-  shift 2
-  for _ in $(seq $((secs * 10))); do
-    "$@" >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  echo "js.sh: timed out after ${secs}s waiting for $what" >&2
-  return 1
-}
-
-# healthz PORT: GET /healthz on 127.0.0.1:PORT answers 200 (no curl needed).
-healthz() (
-  exec 3<>"/dev/tcp/127.0.0.1/$1"
-  printf 'GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
-  head -1 <&3 | grep -q ' 200 '
-)
 
 declare -A url replicas
 mkdir -p "$work/logs"
