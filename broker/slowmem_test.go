@@ -5,8 +5,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,25 +54,7 @@ func TestSlowConsumersBoundHeap(t *testing.T) {
 	}
 
 	// Sample the heap while the flood runs.
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	var sampler sync.WaitGroup
-	sampler.Add(1)
-	go func() {
-		defer sampler.Done()
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			if h := heapInuse(false); h > peak.Load() {
-				peak.Store(h)
-			}
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
+	stopSampling := testutil.SamplePeak(10*time.Millisecond, func() (uint64, bool) { return heapInuse(false), true })
 
 	pub := testutil.DialSmallWindow(t, s.Addr())
 	payload := make([]byte, 16<<10)
@@ -108,14 +88,13 @@ func TestSlowConsumersBoundHeap(t *testing.T) {
 			break
 		}
 	}
-	close(stop)
-	sampler.Wait()
+	peak := stopSampling()
 	took := time.Since(start)
 	testutil.Eventually(t, "slow subscribers cut", 30*time.Second, func() bool { return s.Stats().SlowConsumers == slow })
 	after := heapInuse(true)
 	t.Logf("flood %d MiB in %v; heap in use: idle %.1f MiB, peak %.1f MiB (+%.1f), after %.1f MiB; bound +%d MiB",
-		sent>>20, took, mib(idle), mib(peak.Load()), mib(peak.Load())-mib(idle), mib(after), bound>>20)
-	if p := peak.Load(); p > idle+bound {
+		sent>>20, took, mib(idle), mib(peak), mib(peak)-mib(idle), mib(after), bound>>20)
+	if p := peak; p > idle+bound {
 		t.Errorf("heap peaked at %.1f MiB above idle, bound %d MiB", mib(p)-mib(idle), bound>>20)
 	}
 	// The cut connections' buffers do not stay referenced: the heap comes

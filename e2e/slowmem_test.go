@@ -12,8 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -108,26 +106,10 @@ func slowFlood(t *testing.T, addr string, pid, slow, total int) floodResult {
 	}
 	var r floodResult
 	r.idle = vmRSS(t, pid)
-	var peak atomic.Uint64
-	peak.Store(r.idle)
-	stop := make(chan struct{})
-	var sampler sync.WaitGroup
-	sampler.Add(1)
-	go func() {
-		defer sampler.Done()
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			if v, err := readVmRSS(pid); err == nil && v > peak.Load() {
-				peak.Store(v)
-			}
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
+	stopSampling := testutil.SamplePeak(10*time.Millisecond, func() (uint64, bool) {
+		v, err := readVmRSS(pid)
+		return v, err == nil
+	})
 
 	pub := testutil.DialSmallWindow(t, addr)
 	pr := bufio.NewReader(pub)
@@ -176,9 +158,7 @@ func slowFlood(t *testing.T, addr string, pid, slow, total int) floodResult {
 			}
 		}
 	}
-	close(stop)
-	sampler.Wait()
-	r.peak = peak.Load()
+	r.peak = max(stopSampling(), r.idle)
 	return r
 }
 

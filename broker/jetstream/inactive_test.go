@@ -41,15 +41,7 @@ func TestEphemeralInactiveThreshold(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := eph.CachedInfo().Name
-	batch, err := eph.Fetch(10, jetstream.FetchMaxWait(300*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for range batch.Messages() {
-		n++
-	}
-	if n != 3 {
+	if n := fetchCount(t, eph, 10, 300*time.Millisecond); n != 3 {
 		t.Fatalf("fetched %d of 3", n)
 	}
 	testutil.Eventually(t, "the idle ephemeral consumer deleted", 10*time.Second, func() bool {

@@ -190,15 +190,7 @@ func TestJetStreamTenantIsolation(t *testing.T) {
 		t.Fatalf("acme's ORDERS after the attempts: %+v %v, want 3 messages", info, err)
 	}
 	c, _ := sa.Consumer(ctx, "billing")
-	batch, err := c.Fetch(3, jetstream.FetchMaxWait(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for range batch.Messages() {
-		n++
-	}
-	if n != 3 {
+	if n := fetchCount(t, c, 3, 5*time.Second); n != 3 {
 		t.Fatalf("acme's consumer read %d of its 3 messages", n)
 	}
 }
@@ -256,4 +248,19 @@ func TestJetStreamSystemPublishGoesToSubjectTenant(t *testing.T) {
 	if info, err := st.Info(ctx); err != nil || info.State.Msgs != 2 {
 		t.Fatalf("acme's streams:orders: %+v %v, want its 2 messages", info, err)
 	}
+}
+
+// fetchCount fetches up to batch messages from c, waiting at most wait,
+// and returns how many came.
+func fetchCount(t *testing.T, c jetstream.Consumer, batch int, wait time.Duration) int {
+	t.Helper()
+	b, err := c.Fetch(batch, jetstream.FetchMaxWait(wait))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for range b.Messages() {
+		n++
+	}
+	return n
 }
