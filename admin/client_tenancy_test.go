@@ -16,9 +16,7 @@ import (
 // apart, a 204 delete decoded as no operation, and error answers as
 // *APIError with their code and field.
 func TestTenancyClient(t *testing.T) {
-	f := &fake{}
-	mux := http.NewServeMux()
-	Mount(mux, Routes(f.backends()), nil)
+	_, mux := fakeMux()
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	ctx := context.Background()

@@ -105,9 +105,7 @@ func (e endless) Read(p []byte) (int, error) {
 // route and returns the answer and the calls the fake saw.
 func (br bodyRoute) do(t *testing.T, body io.Reader, length int64) (*httptest.ResponseRecorder, []string) {
 	t.Helper()
-	f := &fake{}
-	mux := http.NewServeMux()
-	Mount(mux, Routes(f.backends()), nil)
+	f, mux := fakeMux()
 	req := httptest.NewRequest(br.method, br.path, body)
 	req.ContentLength = length
 	w := httptest.NewRecorder()
@@ -240,9 +238,7 @@ func TestRequestChecks(t *testing.T) {
 // TestPathParams: malformed path parameters are 400 naming the
 // parameter, before any backend is asked.
 func TestPathParams(t *testing.T) {
-	f := &fake{}
-	mux := http.NewServeMux()
-	Mount(mux, Routes(f.backends()), nil)
+	f, mux := fakeMux()
 	for _, c := range []struct {
 		method, path, field string
 		code                Code
@@ -420,4 +416,12 @@ func TestExactKeys(t *testing.T) {
 	if e := decode(strings.NewReader(`{"admins": ["a"], "quotas": {"topics": 1}}`), &req, true); e != nil || req.Quotas.Topics != 1 {
 		t.Errorf("a valid body: %+v %+v", e, req)
 	}
+}
+
+// fakeMux is the admin routes over a fake backend, without auth.
+func fakeMux() (*fake, *http.ServeMux) {
+	f := &fake{}
+	mux := http.NewServeMux()
+	Mount(mux, Routes(f.backends()), nil)
+	return f, mux
 }

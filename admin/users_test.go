@@ -88,9 +88,7 @@ func TestUserRouteAnswers(t *testing.T) {
 // TestUserClient: the client's methods send what the routes take and
 // read what they answer.
 func TestUserClient(t *testing.T) {
-	f := &fake{}
-	mux := http.NewServeMux()
-	Mount(mux, Routes(f.backends()), nil)
+	f, mux := fakeMux()
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	ctx := context.Background()
