@@ -13,8 +13,9 @@ type Policy int
 
 const (
 	policyUnset Policy = iota
-	// Public routes answer anyone, token or not: /healthz, /readyz,
-	// /metrics (load balancers and scrapers carry no token).
+	// Public routes answer anyone, token or not: /healthz and /readyz
+	// (load balancers carry no token). /metrics is Superuser: its labels
+	// name every tenant's topics (scrapers send the superuser's token).
 	Public
 	// Authenticated routes answer any valid token. A route under it that
 	// lists objects of several tenants shows a tenant admin only its own

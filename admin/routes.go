@@ -41,7 +41,7 @@ func Routes(b Backends) []Route {
 	}
 	add(b.Health != nil, b.healthRoutes)
 	add(b.Metrics != nil, func() []Route {
-		return []Route{{http.MethodGet, "/metrics", Public, b.Metrics.ServeHTTP}}
+		return []Route{{http.MethodGet, "/metrics", Superuser, b.Metrics.ServeHTTP}}
 	})
 	add(b.Members != nil, b.memberRoutes)
 	add(b.Bookie != nil, b.bookieRoutes)

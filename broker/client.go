@@ -45,7 +45,9 @@ type client struct {
 	maxSubs    int
 	maxPayload int
 	subjBuf    []byte // reader goroutine's scratch: the publish subject in its account space
-	expTimer   *time.Timer
+	// subsLimitLogged: the subscription limit was logged (reader only).
+	subsLimitLogged bool
+	expTimer        *time.Timer
 
 	mu   sync.Mutex
 	subs map[string]*subscription // by sid
@@ -391,7 +393,10 @@ func (c *client) Sub(subject, queue, sid []byte) error {
 	}
 	if c.maxSubs > 0 && len(c.subs) >= c.maxSubs {
 		c.mu.Unlock()
-		c.srv.logger.Info("subscription limit reached", "cid", c.cid, "remote", c.remote, "limit", c.maxSubs)
+		if !c.subsLimitLogged {
+			c.subsLimitLogged = true // once per connection: a client may retry thousands of times
+			c.srv.logger.Info("subscription limit reached", "cid", c.cid, "remote", c.remote, "limit", c.maxSubs)
+		}
 		c.send(natsproto.AppendErr(nil, errTextMaxSubs))
 		return nil
 	}

@@ -38,8 +38,8 @@ const EnvSuperuserTokenSHA256 = "STRATA_SUPERUSER_TOKEN_SHA256"
 
 // Auth is the mesh's authorization (ARCHITECTURE §5 "Credentials").
 type Auth struct {
-	// Enabled makes every admin API route (but /healthz, /readyz and
-	// /metrics) need "Authorization: Bearer <token>": the mesh
+	// Enabled makes every admin API route (but /healthz and /readyz)
+	// need "Authorization: Bearer <token>": the mesh
 	// superuser's token or an admin token made with `strata admin
 	// tokens create`.
 	Enabled bool `yaml:"enabled"`

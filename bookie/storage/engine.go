@@ -113,7 +113,7 @@ func Open(cfg Config) (*Engine, error) {
 		undecided:  map[int64]bool{},
 	}
 	for _, d := range []string{cfg.Dir, e.journalDir, e.logDir} {
-		if err := cfg.FS.MkdirAll(d, 0o755); err != nil {
+		if err := cfg.FS.MkdirAll(d, 0o700); err != nil { // message data: the owner's only
 			return nil, fmt.Errorf("bookie: create %s: %w", d, err)
 		}
 	}

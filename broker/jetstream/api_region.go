@@ -73,6 +73,12 @@ func (s *Service) apiRegion(req jsapi.APIRequest, m message) {
 			Limits: jsapi.UnlimitedAccountLimits(),
 			API:    jsapi.APIStats{Level: jsapi.APILevel, Total: s.apiTotal.Load(), Errors: s.apiErrors.Load()},
 		}
+		if m.account != "" {
+			// The counts are the broker's, all tenants together: a tenant
+			// is not told how busy the others are (no per-account counts
+			// are kept).
+			ai.API.Total, ai.API.Errors = 0, 0
+		}
 		for _, st := range streams {
 			ai.Store += s.streamInfo(ctx, st, "").State.Bytes
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,13 +83,15 @@ func (a *testAccounts) login(t *testing.T, url, tenant string, opts ...nats.Opti
 // data is unchanged afterwards.
 func TestJetStreamTenantIsolation(t *testing.T) {
 	accts := newTestAccounts(t, "acme", "globex")
+	policies := &swappedPolicies{}
+	policies.set(js.StaticPolicies{
+		"demo":   {"streams": {AutoCreateTopics: true}},
+		"acme":   {"streams": {AutoCreateTopics: true}},
+		"globex": {"streams": {AutoCreateTopics: true}},
+	})
 	r := newStrataRegionWith(t, 2, func(c *js.Config) {
 		c.AccountSpaces = true
-		c.Policies = js.StaticPolicies{
-			"demo":   {"streams": {AutoCreateTopics: true}},
-			"acme":   {"streams": {AutoCreateTopics: true}},
-			"globex": {"streams": {AutoCreateTopics: true}},
-		}
+		c.Policies = policies
 	}, accts.auth)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -120,7 +123,7 @@ func TestJetStreamTenantIsolation(t *testing.T) {
 		t.Fatalf("globex's ORDERS has %d messages: acme's publishes reached it", info.State.Msgs)
 	}
 	// Its account info counts its own stream and none of acme's consumers.
-	if ai, err := jb.AccountInfo(ctx); err != nil || ai.Streams != 1 || ai.Consumers != 0 {
+	if ai, err := jb.AccountInfo(ctx); err != nil || ai.Streams != 1 || ai.Consumers != 0 || ai.API.Total != 0 {
 		t.Fatalf("globex's account info: %+v %v, want its 1 stream and no consumer", ai, err)
 	}
 	for _, name := range []string{"acme:streams:ORDERS"} {
@@ -155,11 +158,35 @@ func TestJetStreamTenantIsolation(t *testing.T) {
 	if err == nil && len(rep.Data) > 0 {
 		t.Fatalf("globex pulled acme's message %q", rep.Data)
 	}
+	// A stream on the subjects of a tenant that does not exist yet
+	// ("newco") captures nothing of them once newco exists.
+	if _, err := jb.CreateStream(ctx, jetstream.StreamConfig{Name: "SQUAT", Subjects: []string{"newco.>"}}); err != nil {
+		t.Fatalf("a stream on a non-tenant's subjects: %v", err)
+	}
+	policies.set(js.StaticPolicies{
+		"demo":   {"streams": {AutoCreateTopics: true}},
+		"acme":   {"streams": {AutoCreateTopics: true}},
+		"globex": {"streams": {AutoCreateTopics: true}},
+		"newco":  {"streams": {}},
+	})
+	b.Publish("newco.x", []byte("squatted"))
+	b.Flush()
+	select {
+	case err := <-errs:
+		if !strings.Contains(err.Error(), `Permissions Violation for Publish to "newco.x"`) {
+			t.Fatalf("publish newco.x: %v", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("globex's publish into newco's subjects, taken by its stream made before newco existed, was not refused")
+	}
+	if err := jb.DeleteStream(ctx, "SQUAT"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := jb.CreateStream(ctx, jetstream.StreamConfig{Name: "SPY", Subjects: []string{"acme.>"}}); err == nil ||
 		!strings.Contains(err.Error(), "belongs to tenant acme") {
 		t.Fatalf("globex made a stream on acme's subjects: %v", err)
 	}
-	if ai, err := jb.AccountInfo(ctx); err != nil || ai.Streams != 1 || ai.Consumers != 0 {
+	if ai, err := jb.AccountInfo(ctx); err != nil || ai.Streams != 1 || ai.Consumers != 0 || ai.API.Total != 0 {
 		t.Fatalf("globex's account info %+v %v: counts acme's stream or consumer", ai, err)
 	}
 	names := jb.StreamNames(ctx)
@@ -264,3 +291,16 @@ func fetchCount(t *testing.T, c jetstream.Consumer, batch int, wait time.Duratio
 	}
 	return n
 }
+
+// swappedPolicies is a Policies a test replaces at run time (a tenant made
+// while the brokers run).
+type swappedPolicies struct {
+	cur atomic.Pointer[js.StaticPolicies]
+}
+
+func (p *swappedPolicies) set(sp js.StaticPolicies) { p.cur.Store(&sp) }
+func (p *swappedPolicies) Namespace(t, ns string) (js.Namespace, bool) {
+	return (*p.cur.Load()).Namespace(t, ns)
+}
+func (p *swappedPolicies) Tenant(t string) bool    { return (*p.cur.Load()).Tenant(t) }
+func (p *swappedPolicies) Namespaces() [][2]string { return (*p.cur.Load()).Namespaces() }

@@ -238,6 +238,14 @@ func (s *Service) ClientPublish(ci broker.ClientInfo, subject, reply, hdr, paylo
 			return broker.HookConsumed
 		}
 	}
+	if acct != "" {
+		// nats-wire §4: the tenant is the subject's first token, and a
+		// connection's must be its own — also when one of its streams
+		// captured the subject before that tenant existed.
+		if first, _, _ := bytes.Cut(subject, []byte(".")); string(first) != acct && s.cfg.Policies.Tenant(string(first)) {
+			return broker.HookDenied
+		}
+	}
 	st := s.capturing(acct, subject)
 	if st == nil {
 		var res broker.HookResult

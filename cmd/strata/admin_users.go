@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/stratamesh/strata/internal/meshfile"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,7 +78,22 @@ show it again. Clients use it as they would with nats-server:
 			o := cmd.OutOrStdout()
 			fmt.Fprintf(o, "made user %s of tenant %s (public key %s), expires %s\n", u.Name, u.Tenant, u.PublicKey, expiresText(u.Expires))
 			fmt.Fprintf(o, "wrote %s (mode 0600; it holds the user's private key, which the mesh does not keep)\n", file)
-			fmt.Fprintf(o, "use it:  nats --creds %s -s <broker URL> pub %s.<namespace>.<topic> hello\n", file, u.Tenant)
+			tlsFlag, server := "", "<broker URL>"
+			if mf, err := meshfile.Read(dataDirOr(flags.dataDir, nil)); err == nil {
+				if mf.TLS != nil && mf.TLS.CAFile != "" {
+					tlsFlag = " --tlsca " + mf.TLS.CAFile
+				}
+				if urls, err := mf.NATSURLs(flags.region); err == nil && len(urls) > 0 {
+					server = strings.Join(urls, ",")
+				}
+			} else if flags.tls.ca != "" {
+				tlsFlag = " --tlsca " + flags.tls.ca
+			}
+			subject := u.Tenant + ".<namespace>.<topic>"
+			if len(u.Pub.Allow) > 0 {
+				subject = u.Pub.Allow[0] // one it may publish to (wildcards are the user's to fill)
+			}
+			fmt.Fprintf(o, "use it:  nats --creds %s%s -s %s pub %s hello\n", file, tlsFlag, server, subject)
 			fmt.Fprintf(o, "         nats.Connect(url, nats.UserCredentials(%q))\n", file)
 			return nil
 		},

@@ -37,12 +37,18 @@ func Dir(dataDir, region string, n topology.Node) string {
 	}
 }
 
-// Lock creates dir if needed and locks it for this process (flock on
+// Lock creates dir if needed (mode 0700, and makes an existing one 0700)
+// and locks it for this process (flock on
 // LockFile, vfs.Lock): held until the returned io.Closer is closed or the
 // process ends. Errors: ErrInUse (with vfs.ErrLocked, naming the holder's
 // pid when known), or the file system's.
 func Lock(dir string) (io.Closer, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// Owner only: a node's directory holds message data (journals, entry
+	// logs), metadata and secrets; other local users must not read it.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, err
 	}
 	l, err := vfs.Lock(vfs.Default, filepath.Join(dir, LockFile))
