@@ -56,6 +56,11 @@ const (
 	ErrCodeConsumerInvalidGroupName        ErrCode = 10162
 	ErrCodeStreamWrongLastSequenceConstant ErrCode = 10164
 	ErrCodeRequiredAPILevel                ErrCode = 10185
+	// ErrCodeQuotaExceeded is Strata's own (outside the reference's
+	// range): a tenant's quota refused the request (publish rate or
+	// bytes, storage, topics, consumers, a backlog quota); the
+	// description names the tenant, the quota, its limit and its use.
+	ErrCodeQuotaExceeded ErrCode = 10429
 )
 
 // CatalogEntry is one row of the catalog. Template may hold placeholders
@@ -105,6 +110,7 @@ var catalog = []CatalogEntry{
 	{ErrCodeConsumerInvalidGroupName, 400, "Valid priority group name must match A-Z, a-z, 0-9, -_/=)+ and may not exceed 16 characters"},
 	{ErrCodeStreamWrongLastSequenceConstant, 400, "wrong last sequence"},
 	{ErrCodeRequiredAPILevel, 412, "JetStream minimum api level required"},
+	{ErrCodeQuotaExceeded, 429, "{err}"},
 }
 
 var catalogIndex = func() map[ErrCode]int {
@@ -299,3 +305,9 @@ func ErrConsumerInvalidGroupName() *APIError { return NewAPIError(ErrCodeConsume
 
 // ErrRequiredAPILevel is 10185 (412): Nats-Required-Api-Level above ours.
 func ErrRequiredAPILevel() *APIError { return NewAPIError(ErrCodeRequiredAPILevel) }
+
+// ErrQuotaExceeded is a tenant quota's refusal (429, 10429); err's text
+// names the tenant, the quota, its limit and its use.
+func ErrQuotaExceeded(err error) *APIError {
+	return NewAPIError(ErrCodeQuotaExceeded, "{err}", err.Error())
+}
