@@ -34,12 +34,13 @@ func TestCatalog(t *testing.T) {
 		ErrCodeConsumerDuplicateFilterSubjects, ErrCodeConsumerOverlappingFilters, ErrCodeConsumerEmptyFilter,
 		ErrCodeConsumerAlreadyExists, ErrCodeConsumerDoesNotExist, ErrCodeStreamWrongLastSequenceConstant,
 		ErrCodeConsumerInvalidPriorityGroup, ErrCodeConsumerInvalidGroupName, ErrCodeRequiredAPILevel,
+		ErrCodeQuotaExceeded,
 	} {
 		if _, ok := Lookup(c); !ok {
 			t.Errorf("%d has no catalog row", c)
 		}
 	}
-	if len(seen) != 36 {
+	if len(seen) != 37 {
 		t.Errorf("catalog has %d rows; update the constant list above", len(seen))
 	}
 	if len(Catalog()) != len(catalog) {
