@@ -56,6 +56,22 @@ type Namespace struct {
 	// SubscriptionExpiry deletes a durable consumer inactive this long
 	// (0: never; a consumer's own inactive_threshold comes first).
 	SubscriptionExpiry time.Duration
+	// BacklogQuota bounds each subscription's backlog (Pulsar's backlog
+	// quota); nil: none. Replicator and internal cursors are exempt.
+	BacklogQuota *BacklogQuota
+}
+
+// BacklogQuota is a namespace's per-subscription backlog limit: Size in
+// bytes and Age of the oldest unacknowledged message (0: that bound
+// off), and Policy, what happens past either: tenancy.BacklogHold
+// ("producer_request_hold": publishes wait, up to a bound, then are
+// refused), tenancy.BacklogReject ("producer_exception": refused) or
+// tenancy.BacklogEvictOld ("consumer_backlog_eviction": the
+// subscription's oldest messages are acknowledged for it).
+type BacklogQuota struct {
+	Size   int64
+	Age    time.Duration
+	Policy string
 }
 
 // Config configures a Service.
@@ -83,6 +99,9 @@ type Config struct {
 	// streams may live in. It changes at run time; the caller calls
 	// PoliciesChanged after each change. Nil: no namespaces.
 	Policies Policies
+	// Quotas, when set, enforces tenant quotas (publish rate and bytes at
+	// the origin, storage, topics, consumers). Nil: none.
+	Quotas Quotas
 	// AccountSpaces says that tenants' clients log in to accounts of their
 	// own (broker.JWTAuth): the broker's own messages for a topic's core
 	// subscribers (replicated copies, advisories) are published in the
