@@ -3,6 +3,7 @@ package quota
 import (
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Refusal is a quota's "no": the tenant, the quota, its mesh-wide limit
@@ -28,3 +29,21 @@ func (r *Refusal) Error() string {
 }
 
 func num(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+
+// Epsilon is the ε of the rate bound (see the package doc): with
+// brokers brokers admitting a rate quota of limit units/s, each with
+// token buckets of depth (DefaultDepth when 0), and no single publish
+// over unit units (1 for publish_rate; the largest message for
+// publish_bytes), the mesh admits at most limit × (1 + Epsilon) over any
+// 1 s window — the buckets' bursts (depth at the allowance, which sums
+// to the limit) and one publish per broker that takes a bucket into
+// debt.
+func Epsilon(limit float64, brokers int, unit float64, depth time.Duration) float64 {
+	if depth <= 0 {
+		depth = DefaultDepth
+	}
+	if limit <= 0 {
+		return 0
+	}
+	return depth.Seconds() + float64(brokers)*unit/limit
+}
