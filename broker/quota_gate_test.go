@@ -327,7 +327,7 @@ func TestQuotaDisconnectExactlyOnce(t *testing.T) {
 	connect(t, s.ClientURL(), nats.UserInfo("bob", "x"), nats.NoReconnect())
 	testutil.Eventually(t, "the closed connections given back", 10*time.Second, func() bool {
 		_, conns, _, _ := fq.snapshot()
-		return conns["acme"] == 3 && conns["bravo"] == 1
+		return conns["acme"] == 3 && conns["bravo"] == 1 && s.Stats().Clients == 4
 	})
 	// Shutdown with four connections open.
 	ctx, cancel := contextWithTimeout(10 * time.Second)
@@ -350,5 +350,55 @@ func TestQuotaDisconnectExactlyOnce(t *testing.T) {
 	_, conns, connects, disconn := fq.snapshot()
 	if connects["acme"] != 4 || connects["bravo"] != 2 || fmt.Sprint(disconn) != fmt.Sprint(connects) || fq.negative {
 		t.Fatalf("connects %v disconnects %v (now %v); want acme 4, bravo 2, each given back once", connects, disconn, conns)
+	}
+}
+
+// The tenant of a core publish: the first token with auth off, the
+// account with auth on; '$', _INBOX and the system account are never
+// charged. A repeated tenant costs no allocation, and a connection
+// publishing to ever new first tokens keeps a bounded cache.
+func TestQuotaPublishTenant(t *testing.T) {
+	c := &client{srv: &Server{cfg: Config{}}}
+	for _, tc := range []struct {
+		subject, tenant string
+		charged         bool
+	}{
+		{"acme.orders.new", "acme", true},
+		{"acme", "acme", true},
+		{"bravo.x", "bravo", true},
+		{"$JS.API.INFO", "", false},
+		{"$STRATA.REPL.x", "", false},
+		{"_INBOX.abc.1", "", false},
+		{"_INBOXES.x", "", false},
+		{"_other.x", "_other", true},
+	} {
+		got, ok := c.publishTenant([]byte(tc.subject))
+		if got != tc.tenant || ok != tc.charged {
+			t.Errorf("%q: tenant %q charged %v; want %q %v", tc.subject, got, ok, tc.tenant, tc.charged)
+		}
+	}
+	subj := []byte("acme.orders")
+	if n := testing.AllocsPerRun(100, func() { c.publishTenant(subj) }); n != 0 {
+		t.Fatalf("%v allocations per publish of a known tenant, want 0", n)
+	}
+	for i := range 10 * maxTenantNames {
+		s := fmt.Sprintf("t%d.x", i)
+		if got, _ := c.publishTenant([]byte(s)); got != fmt.Sprintf("t%d", i) {
+			t.Fatalf("%s: tenant %q", s, got)
+		}
+		if len(c.tenantNames) > maxTenantNames {
+			t.Fatalf("tenant cache holds %d names, bound %d", len(c.tenantNames), maxTenantNames)
+		}
+	}
+	auth := &client{srv: &Server{cfg: Config{Auth: accountAuth{}}}, ident: Identity{Account: "acme"}}
+	if got, ok := auth.publishTenant([]byte("zeta.x")); got != "acme" || !ok {
+		t.Fatalf("with auth: tenant %q charged %v; want the account acme", got, ok)
+	}
+	sys := &client{srv: &Server{cfg: Config{Auth: accountAuth{}}}}
+	if _, ok := sys.publishTenant([]byte("acme.x")); ok {
+		t.Fatal("the system account was charged")
+	}
+	if got := oneLine("a\r\nb\nc"); got != "a  b c" {
+		t.Fatalf("oneLine: %q", got)
 	}
 }
