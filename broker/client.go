@@ -59,6 +59,13 @@ type client struct {
 	// prod is the reader goroutine's delivery scratch.
 	prod producer
 
+	// Quotas (quota_gate.go): the connection quota held; the reader's
+	// tenant-name cache and its rate limit of quota -ERRs.
+	cq              connQuota
+	tenantNames     map[string]string
+	quotaErrAt      time.Time
+	quotaErrsUnsent int
+
 	teardownOnce sync.Once
 }
 
@@ -149,6 +156,9 @@ func (c *client) closeWithErr(text string) {
 func (c *client) teardown() {
 	c.teardownOnce.Do(func() {
 		c.out.closeAfter(nil)
+		if c.srv.cfg.Quotas != nil {
+			c.releaseConnQuota()
+		}
 		if c.pingTimer != nil {
 			c.pingTimer.Stop()
 		}
@@ -255,6 +265,9 @@ func (c *client) Connect(arg []byte) error {
 				return &closeErr{text: errTextAuth, err: err}
 			}
 		}
+		if err := c.takeConnQuota(); err != nil {
+			return err
+		}
 	}
 	c.connected = true
 	c.handshook.Store(true)
@@ -343,6 +356,9 @@ func (c *client) Msg(m *natsproto.Msg) error {
 			c.noResponders = nr
 			return nil
 		}
+	}
+	if c.srv.cfg.Quotas != nil && !c.admitCore(m) {
+		return nil // refused by its tenant's quota (quota_gate.go)
 	}
 	c.publishInAccount(m)
 	return nil

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -109,6 +110,22 @@ type Config struct {
 	// Hook, when set, sees every client publish before it is routed (the
 	// JetStream layer). Nil routes everything as core NATS.
 	Hook PublishHook
+	// Quotas, when set, is the tenant quota gate (ARCHITECTURE §5): core
+	// publishes are charged to their tenant and refused over quota
+	// (-ERR 'Permissions Violation for Publish to "<subject>": <refusal>',
+	// the connection stays open), and with Auth a tenant's connections are
+	// counted and refused over quota at CONNECT (-ERR 'maximum
+	// connections exceeded: <refusal>', then closed). See quota_gate.go.
+	// JetStream publishes are the Hook's to charge. Nil: no quotas.
+	Quotas Quotas
+	// OnDrain, when set, is called once by Close after the broker stopped
+	// accepting connections and gave back every connection's quota
+	// (Quotas.Disconnect), before it closes any client connection, with
+	// Close's ctx; Close waits for it. Region wiring hands the tenants'
+	// connection counts over there (quota.Broker.HandOver) so that the
+	// clients reconnecting to other brokers are not counted twice. Nil:
+	// nothing.
+	OnDrain func(ctx context.Context)
 	// TLS, when set, serves NATS clients over TLS (INFO tls_required; a
 	// plaintext client is refused) and secures the internal link (see
 	// TLSConfig in tls.go). Nil: both plaintext.

@@ -18,6 +18,10 @@
 // are never forwarded again. Core traffic never leaves the region: routes
 // are refused between different meshes or regions.
 //
+// Tenant quotas (Config.Quotas, quota_gate.go): the broker charges core
+// publishes and tenant connections to a gate it is given and refuses what
+// the gate refuses; it holds no quota logic itself.
+//
 // It must not: hold data that cannot be rebuilt from bookies and metadata;
 // know about Serf or etcd (region wiring adapts them).
 //

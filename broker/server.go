@@ -52,6 +52,8 @@ type Server struct {
 	inMsgs, inBytes, outMsgs, droppedPubs atomic.Int64
 	slowConsumers, staleConns, noResp     atomic.Int64
 	authFailures, permViolations          atomic.Int64
+	quotaRefusals, quotaErrsUnsent        atomic.Int64
+	quotaConnRefusals                     atomic.Int64
 	// authGen counts Reauthorize calls (begun): a login checked across
 	// one is checked again (client.Connect).
 	authGen atomic.Uint64
@@ -158,6 +160,7 @@ func (s *Server) Close(ctx context.Context) error {
 		if s.routeLn != nil {
 			s.routeLn.Close()
 		}
+		s.releaseAllConnQuotas(ctx, clients) // before any client is closed
 		for _, c := range clients {
 			c.out.closeAfter(nil)
 			c.conn.Close()
@@ -376,6 +379,11 @@ type Stats struct {
 	// AuthFailures counts refused CONNECTs; PermViolations publishes and
 	// subscriptions refused by a user's permissions or its account.
 	AuthFailures, PermViolations int64
+	// QuotaRefusals counts core publishes refused by their tenant's quota
+	// (Config.Quotas); QuotaErrorsUnsent those of them whose client was
+	// not sent an -ERR (at most one per connection per 100 ms);
+	// QuotaConnRefusals connections refused at CONNECT.
+	QuotaRefusals, QuotaErrorsUnsent, QuotaConnRefusals int64
 }
 
 // Stats returns the current counters.
@@ -388,6 +396,8 @@ func (s *Server) Stats() Stats {
 	st.DroppedPubs = s.droppedPubs.Load()
 	st.SlowConsumers, st.StaleConnections, st.NoResponders = s.slowConsumers.Load(), s.staleConns.Load(), s.noResp.Load()
 	st.AuthFailures, st.PermViolations = s.authFailures.Load(), s.permViolations.Load()
+	st.QuotaRefusals, st.QuotaErrorsUnsent = s.quotaRefusals.Load(), s.quotaErrsUnsent.Load()
+	st.QuotaConnRefusals = s.quotaConnRefusals.Load()
 	return st
 }
 

@@ -30,7 +30,9 @@ var ErrSubjectOverlap = errors.New("jetstream: subjects overlap another stream")
 // replication list are told of it (they create their copy without
 // waiting for a message). created is false when the topic existed
 // (whatever its configuration). Errors: ErrNamespaceNotFound,
-// ErrSubjectOverlap (the stream's name in the message), etcd's.
+// ErrSubjectOverlap (the stream's name in the message), ErrQuotaExceeded
+// (the tenant's topic quota refused it, the refusal in the message),
+// etcd's.
 func (s *Service) CreateTopic(ctx context.Context, name tenancy.Name) (created bool, err error) {
 	ns, ok := s.namespace(name.Tenant, name.Namespace)
 	if !ok {
@@ -42,6 +44,9 @@ func (s *Service) CreateTopic(ctx context.Context, name tenancy.Name) (created b
 	cfg := nsStreamConfig(name, ns)
 	if other := s.reg.overlapping(name.Tenant, cfg.Name, cfg.Subjects); other != "" {
 		return false, fmt.Errorf("%w: stream %s of tenant %s captures subjects %v", ErrSubjectOverlap, other, name.Tenant, cfg.Subjects)
+	}
+	if err := s.topicQuotaErr(name.Tenant); err != nil { // quota_gate.go
+		return false, err
 	}
 	spec, _ := json.Marshal(topicSpec{Stream: cfg.Name, Config: cfg})
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)

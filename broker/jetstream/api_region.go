@@ -160,6 +160,10 @@ func (s *Service) createStream(req jsapi.APIRequest, m message) {
 		s.replyError(m.reply, req.Kind, jsapi.ErrStreamSubjectOverlap())
 		return
 	}
+	if apiErr := s.topicQuota(name.Tenant); apiErr != nil { // quota_gate.go
+		s.replyError(m.reply, req.Kind, apiErr)
+		return
+	}
 	spec, _ := json.Marshal(topicSpec{Stream: cfg.Name, Config: *cfg})
 	ctx, cancel := context.WithTimeout(s.ctx, apiTimeout)
 	defer cancel()

@@ -370,6 +370,9 @@ func (t *topic) createConsumer(ctx context.Context, req jsapi.APIRequest, m mess
 			"maximum consumers limit reached: namespace %s/%s allows %d consumers per topic (policy max_consumers)",
 			t.name.Tenant, t.name.Namespace, ns.MaxConsumers))
 	}
+	if apiErr := t.s.consumerQuota(t.name.Tenant); apiErr != nil { // quota_gate.go
+		return nil, apiErr
+	}
 	var persisted []byte // a replicated subscription deleted before: its tombstone
 	if isReplicated(&cfg) {
 		if kv, err := t.s.cfg.Store.Get(ctx, rsubKey(t.name, name)); err == nil {

@@ -457,6 +457,9 @@ func (s *Service) uncaptured(account string, subject, reply []byte) (*stream, br
 		// not capture this subject: core NATS, as on every broker.
 		return nil, broker.HookRoute
 	}
+	if res, refused := s.refuseAutoCreate(name.Tenant, reply); refused { // quota_gate.go
+		return nil, res
+	}
 	st, err := s.autoCreate(name, ns)
 	if err != nil {
 		s.cfg.Logger.Warn("auto-creating a topic failed", "subject", string(subject), "err", err)

@@ -67,6 +67,13 @@
 // ack_wait), where the reference skips a request whose inbox has no
 // subscriber.
 //
+// Tenant quotas (Config.Quotas; quota_gate.go, quota_use.go): a client
+// publish is charged at its topic's owner before it is stored, never a
+// replicated copy; creating a topic or a consumer is checked against the
+// tenant's count; each broker reports its tenants' topics, consumers and
+// stored bytes every 250 ms. A refusal is JetStream error 10429 naming
+// the tenant, the quota, its limit and its use.
+//
 // What it must not do: keep data that cannot be rebuilt from bookies and
 // etcd; write to etcd without its ownership condition (except creating a
 // topic that does not exist yet); parse the NATS protocol (broker does).

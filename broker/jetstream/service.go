@@ -125,6 +125,7 @@ func (s *Service) Start(ctx context.Context, srv *broker.Server) error {
 	s.goRun(s.placeLoop)
 	s.goRun(s.tombLoop)
 	s.goRun(s.policyLoop)
+	s.goRun(s.quotaUseLoop) // quota_use.go
 	return nil
 }
 
