@@ -59,6 +59,9 @@ const (
 	CodeUserNotFound   Code = "user_not_found"
 	CodeNATSAuthOff    Code = "nats_auth_off"
 
+	// Quotas.
+	CodeQuotaUnavailable Code = "quota_unavailable"
+
 	// Bundles and operations.
 	CodeInvalidBundle     Code = "invalid_bundle"
 	CodeBundleNotFound    Code = "bundle_not_found"
@@ -109,6 +112,7 @@ var catalog = []CodeInfo{
 	{CodeTokenNotFound, http.StatusNotFound, "the mesh has no admin token with that id"},
 	{CodeUserNotFound, http.StatusNotFound, "the tenant has no NATS user of that name"},
 	{CodeNATSAuthOff, http.StatusConflict, "the mesh's NATS accounts are off (no auth.nats in the topology): clients need no credentials, so there are no users to manage"},
+	{CodeQuotaUnavailable, http.StatusServiceUnavailable, "no quota coordinator of the region answered (none is elected yet, or quotas are not served on this node): the tenant's usage is not known here now"},
 	{CodeInvalidBundle, http.StatusBadRequest, "a bundle range is not 0xLLLLLLLL_0xHHHHHHHH with low < high"},
 	{CodeBundleNotFound, http.StatusNotFound, "the region has no such bundle"},
 	{CodeBrokerNotLive, http.StatusBadRequest, "no live broker of the region has the name given"},

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -104,13 +105,110 @@ func decodeValue(raw json.RawMessage, v any) *Error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return jsonError(err)
+		e := jsonError(err)
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			var doc any
+			if json.Unmarshal(raw, &doc) == nil {
+				if p, ok := typeErrorPath(doc, t, strings.Split(te.Field, "."), ""); ok && p != te.Field {
+					e.Field = p
+					e.Message = strings.Replace(e.Message, strconv.Quote(te.Field), strconv.Quote(p), 1)
+				}
+			}
+		}
+		return e
 	}
 	var generic any
 	if err := json.Unmarshal(raw, &generic); err != nil {
 		return jsonError(err)
 	}
 	return exactKeys(generic, t, "")
+}
+
+// typeErrorPath finds the value encoding/json refused as field segs (a
+// path without map keys or list indexes: "quotas.regions.publish_rate")
+// in the document val of type t, and returns its whole path
+// ("quotas.regions.us-east.publish_rate"); ok false when it cannot tell.
+func typeErrorPath(val any, t reflect.Type, segs []string, path string) (string, bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	join := func(k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
+	if len(segs) == 0 && !jsonFits(val, t) {
+		return path, true
+	}
+	switch t.Kind() {
+	case reflect.Map:
+		m, _ := val.(map[string]any)
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if p, ok := typeErrorPath(m[k], t.Elem(), segs, join(k)); ok {
+				return p, true
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		l, _ := val.([]any)
+		for i, x := range l {
+			if p, ok := typeErrorPath(x, t.Elem(), segs, fmt.Sprintf("%s[%d]", path, i)); ok {
+				return p, true
+			}
+		}
+	case reflect.Struct:
+		m, _ := val.(map[string]any)
+		if len(segs) == 0 || m == nil {
+			return "", false
+		}
+		fields := map[string]reflect.Type{}
+		collectFields(t, fields)
+		ft, known := fields[segs[0]]
+		sub, present := m[segs[0]]
+		if known && present {
+			return typeErrorPath(sub, ft, segs[1:], join(segs[0]))
+		}
+	}
+	return "", false
+}
+
+// jsonFits reports whether the decoded JSON value val can be of Go type
+// t as encoding/json decodes it (types that decode themselves fit
+// anything: their refusals are not told apart here).
+func jsonFits(val any, t reflect.Type) bool {
+	if val == nil || reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		_, ok := val.(map[string]any)
+		return ok
+	case reflect.Slice, reflect.Array:
+		_, ok := val.([]any)
+		return ok
+	case reflect.String:
+		_, ok := val.(string)
+		return ok
+	case reflect.Bool:
+		_, ok := val.(bool)
+		return ok
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		f, ok := val.(float64)
+		return ok && f == math.Trunc(f) && f >= -(1<<63) && f < 1<<63 && !reflect.New(t).Elem().OverflowInt(int64(f))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		f, ok := val.(float64)
+		return ok && f == math.Trunc(f) && f >= 0 && f < 1<<64 && !reflect.New(t).Elem().OverflowUint(uint64(f))
+	case reflect.Float32, reflect.Float64:
+		_, ok := val.(float64)
+		return ok
+	}
+	return true
 }
 
 // exactKeys checks that every object key in val names a field of t (a

@@ -53,7 +53,8 @@ var bodyRoutes = []bodyRoute{
 	},
 	{
 		method: http.MethodPut, path: "/admin/v1/tenants/t1", call: "PutTenant", emptyOK: true,
-		valid: `{"admins": ["al"], "quotas": {"topics": 10}}`, unknown: `{"quotas": {"topics": 1, "bogus": 2}}`,
+		valid:     `{"admins": ["al"], "quotas": {"topics": 10, "publish_rate": 100, "regions": {"r1": {"publish_rate": 60}}}}`,
+		unknown:   `{"quotas": {"topics": 1, "regions": {"r1": {"bogus": 2}}}}`,
 		wrongType: `{"quotas": {"topics": "ten"}}`, typeField: "quotas.topics",
 		big: func(n int) string { return `{"admins": ["al"]` + strings.Repeat(" ", n) + `}` },
 	},

@@ -36,13 +36,25 @@ func (f *fake) record(call string) {
 
 func (f *fake) backends() Backends {
 	return Backends{
-		Region: "r1", Health: f, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		Region: "r1", Regions: []string{"r1", "r2"}, Health: f, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "text/plain")
 			_, _ = w.Write([]byte("# metrics\n"))
 		}),
 		Members: f, Bookie: f, Bookies: f, Ledgers: f, Topics: f, Subscriptions: f,
-		Offload: f, Bundles: f, Replication: f, Tier: f, Tenancy: f, Users: f,
+		Offload: f, Bundles: f, Replication: f, Tier: f, Tenancy: f, Users: f, Usage: f,
 	}
+}
+
+// UsageBackend: t1 has a publish_rate limit of 1000 msgs/s, r1 using
+// 420 of its 700 (capped at 800) and r2, unreachable, its last 30; t2
+// has no quotas.
+func (f *fake) TenantUsage(_ context.Context, tenant string) (Usage, error) {
+	f.record("TenantUsage " + tenant)
+	if tenant != "t1" {
+		return Usage{Tenant: tenant}, nil
+	}
+	return Usage{Tenant: tenant, Quotas: []QuotaUsage{{Quota: "publish_rate", Unit: "msgs/s", Limit: 1000, Use: 450,
+		Regions: []RegionUsage{{Region: "r1", Use: 420, Share: 700, Cap: 800, Reachable: true}, {Region: "r2", Use: 30, Share: 300}}}}}, nil
 }
 
 // TenancyBackend: tenants t1 and t2, each with namespace ns1; token 7

@@ -12,6 +12,9 @@ import (
 type Backends struct {
 	// Region names the node's region in the answers that carry it.
 	Region string
+	// Regions are the mesh's regions, which a tenant's per-region quota
+	// caps must name (nil: any valid region name is accepted).
+	Regions []string
 
 	Health        Health               // /healthz, /readyz
 	Metrics       http.Handler         // /metrics
@@ -27,6 +30,7 @@ type Backends struct {
 	Tier          TierBackend          // /admin/v1/tier (brokers)
 	Tenancy       TenancyBackend       // /admin/v1/tenants…, /admin/v1/namespaces…, /admin/v1/tokens… (brokers)
 	Users         UsersBackend         // /admin/v1/tenants/{t}/users… (brokers)
+	Usage         UsageBackend         // /admin/v1/tenants/{t}/usage (brokers; needs Tenancy)
 }
 
 // Routes is the route table for b: every admin route whose backend is
@@ -55,5 +59,6 @@ func Routes(b Backends) []Route {
 	add(b.Tier != nil, b.tierRoutes)
 	add(b.Tenancy != nil, b.tenancyRoutes)
 	add(b.Users != nil, b.userRoutes)
+	add(b.Tenancy != nil && b.Usage != nil, b.usageRoutes)
 	return out
 }

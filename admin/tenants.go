@@ -15,6 +15,7 @@ import (
 type (
 	Tenant       = tenancy.Tenant
 	Quotas       = tenancy.Quotas
+	RegionQuotas = tenancy.RegionQuotas
 	Namespace    = tenancy.Namespace
 	Policies     = tenancy.Policies
 	Retention    = tenancy.Retention
@@ -27,7 +28,10 @@ type (
 const TenancyTimeout = 10 * time.Second
 
 // TenantRequest is the body of PUT /admin/v1/tenants/{t}: the tenant's
-// admins and quotas (the whole tenant: omitted fields are empty).
+// admins and quotas (the whole tenant: omitted fields are empty). The
+// quotas' per-region caps (quotas.regions) must name regions of the
+// mesh (Backends.Regions): one that does not is 400 invalid_body naming
+// quotas.regions.<region>.
 type TenantRequest struct {
 	Admins []string `json:"admins"`
 	Quotas Quotas   `json:"quotas"`
@@ -151,7 +155,7 @@ func (b Backends) tenancyRoutes() []Route {
 				return
 			}
 			t := Tenant{Name: name, Admins: req.Admins, Quotas: req.Quotas}
-			if err := t.Validate(); err != nil {
+			if err := t.ValidateIn(b.Regions); err != nil {
 				WriteError(w, FieldErrorOf(err, ""))
 				return
 			}

@@ -51,6 +51,8 @@ func (n *Node) adminBackends() admin.Backends {
 		b.Tier = tierAdmin{n}
 		b.Tenancy = tenancyAdmin{n}
 		b.Users = usersAdmin{n}
+		b.Usage = quotaUsage{n}
+		b.Regions = tenancyAdmin{n}.regions()
 	}
 	return b
 }

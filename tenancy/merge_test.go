@@ -72,7 +72,7 @@ func (r *simRegion) show() string {
 	var b strings.Builder
 	for _, t := range r.state.Tenants() {
 		rec, _ := r.state.Get(KindTenant, t.Name)
-		fmt.Fprintf(&b, "tenant %s admins=%v topics=%d @%s\n", t.Name, t.Admins, t.Quotas.Topics, rec.Stamp)
+		fmt.Fprintf(&b, "tenant %s admins=%v topics=%d%s @%s\n", t.Name, t.Admins, t.Quotas.Topics, rateText(t.Quotas), rec.Stamp)
 	}
 	for _, ns := range r.state.Namespaces("") {
 		rec, _ := r.state.Get(KindNamespace, ns.NS().String())
@@ -88,6 +88,20 @@ func (r *simRegion) show() string {
 	}
 	fmt.Fprintf(&b, "tombstones %d\n", hidden)
 	return b.String()
+}
+
+// rateText is " rate=N caps=R:N,…" of q's publish rate and its
+// per-region caps, "" when it has neither.
+func rateText(q Quotas) string {
+	if q.PublishRate == 0 && len(q.Regions) == 0 {
+		return ""
+	}
+	var caps []string
+	for r, c := range q.Regions {
+		caps = append(caps, fmt.Sprintf("%s:%d", r, c.PublishRate))
+	}
+	slices.Sort(caps)
+	return fmt.Sprintf(" rate=%d caps=[%s]", q.PublishRate, strings.Join(caps, ","))
 }
 
 func TestMergeScripts(t *testing.T) {
@@ -160,7 +174,8 @@ func TestMergeScripts(t *testing.T) {
 				}
 				return fmt.Sprintf("merged %d\n", total)
 			case "tenant":
-				// tenant <region> <name> [topics=N] [admins=a,b]
+				// tenant <region> <name> [topics=N] [admins=a,b] [rate=N]
+				// [cap=REGION:N,…] (per-region publish_rate caps)
 				r := s.region(t, args[0])
 				tn := Tenant{Name: args[1]}
 				for _, kv := range args[2:] {
@@ -170,7 +185,19 @@ func TestMergeScripts(t *testing.T) {
 						tn.Quotas.Topics, _ = strconv.ParseInt(v, 10, 64)
 					case "admins":
 						tn.Admins = strings.Split(v, ",")
+					case "rate":
+						tn.Quotas.PublishRate, _ = strconv.ParseInt(v, 10, 64)
+					case "cap":
+						tn.Quotas.Regions = map[string]RegionQuotas{}
+						for _, rc := range strings.Split(v, ",") {
+							name, n, _ := strings.Cut(rc, ":")
+							c, _ := strconv.ParseInt(n, 10, 64)
+							tn.Quotas.Regions[name] = RegionQuotas{PublishRate: c}
+						}
 					}
+				}
+				if err := tn.ValidateIn([]string{"A", "B", "C"}); err != nil {
+					return "error: " + err.Error() + "\n"
 				}
 				rec, err := NewRecord(tn, r.stamp(s, KindTenant, tn.Name))
 				if err != nil {

@@ -18,7 +18,18 @@ type Tenant struct {
 }
 
 // Quotas are a tenant's mesh-wide limits, all regions together; 0 means
-// unlimited. Units: messages/s, bytes/s, bytes, counts.
+// unlimited (ARCHITECTURE §5, issue 25).
+//
+//   - PublishRate (messages/s) and PublishBytes (bytes/s, payload and
+//     headers) count a message once, in the region where it was first
+//     published (its origin); replicated copies are not charged again.
+//   - Storage (bytes) counts what the tenant's topics hold on bookies
+//     and in tiers, every region's copy counted.
+//   - Topics, Connections (client connections) and Consumers (durable and
+//     ephemeral) are counts, mesh-wide.
+//
+// Regions optionally caps the two rates in single regions (see
+// RegionQuotas); the counts and storage have mesh-wide limits only.
 type Quotas struct {
 	PublishRate  int64 `json:"publish_rate"`
 	PublishBytes int64 `json:"publish_bytes"`
@@ -26,7 +37,29 @@ type Quotas struct {
 	Topics       int64 `json:"topics"`
 	Connections  int64 `json:"connections"`
 	Consumers    int64 `json:"consumers"`
+	// Regions are per-region caps by region name (nil or absent: none).
+	// Each must name a region of the mesh (ValidateIn).
+	Regions map[string]RegionQuotas `json:"regions,omitempty"`
 }
+
+// RegionQuotas caps a tenant's publish rates in one region: that region
+// never gets more than the cap of the mesh-wide limit, whatever its
+// demand; the rest of the limit stays for the other regions. 0 is no cap
+// beyond the mesh-wide limit. A cap needs the mesh-wide limit of its
+// quota (a cap of an unlimited quota would be ignored, so it is refused)
+// and is at most that limit. Units: messages/s, bytes/s.
+//
+// Only the rates have per-region caps: they are split between regions by
+// leases, so a region's share can be held under a cap; storage and the
+// counts are checked against their mesh-wide use, where a per-region cap
+// would not bound anything.
+type RegionQuotas struct {
+	PublishRate  int64 `json:"publish_rate"`
+	PublishBytes int64 `json:"publish_bytes"`
+}
+
+// MaxRegionQuotas bounds the per-region caps of one tenant.
+const MaxRegionQuotas = 64
 
 // Namespace is tenant/name and its policies.
 type Namespace struct {
@@ -160,8 +193,18 @@ func checkName(field, what, name string) error {
 	return nil
 }
 
-// Validate checks t; errors are FieldErrors joined (errors.Join).
-func (t *Tenant) Validate() error {
+// Validate checks t without knowing the mesh's regions: per-region caps
+// need valid region names only. Errors are FieldErrors joined
+// (errors.Join).
+func (t *Tenant) Validate() error { return t.ValidateIn(nil) }
+
+// ValidateIn checks t against the mesh's regions: names, admins, every
+// quota 0 or more, and each per-region cap (quotas.regions.R) naming one
+// of regions (nil: any valid region name), of a quota that has a
+// mesh-wide limit, at most that limit. Errors are FieldErrors named by
+// their JSON path ("quotas.regions.eu-north"), joined, regions in name
+// order.
+func (t *Tenant) ValidateIn(regions []string) error {
 	var errs []error
 	if err := checkName("name", "tenant", t.Name); err != nil {
 		errs = append(errs, err)
@@ -187,7 +230,47 @@ func (t *Tenant) Validate() error {
 			errs = append(errs, fieldErr("quotas."+f.name, "must be 0 (unlimited) or more, got %d", f.v))
 		}
 	}
+	errs = append(errs, q.validateRegions(regions)...)
 	return errors.Join(errs...)
+}
+
+// validateRegions checks the per-region caps (ValidateIn).
+func (q Quotas) validateRegions(regions []string) []error {
+	if len(q.Regions) > MaxRegionQuotas {
+		return []error{fieldErr("quotas.regions", "at most %d regions, not %d", MaxRegionQuotas, len(q.Regions))}
+	}
+	names := make([]string, 0, len(q.Regions))
+	for r := range q.Regions {
+		names = append(names, r)
+	}
+	slices.Sort(names)
+	var errs []error
+	for _, r := range names {
+		f := "quotas.regions." + r
+		switch {
+		case regions != nil && !slices.Contains(regions, r):
+			errs = append(errs, fieldErr(f, "no such region in the topology (regions: %s)", strings.Join(regions, ", ")))
+			continue
+		case regions == nil && (!ValidToken(r) || len(r) > MaxNameLen):
+			errs = append(errs, fieldErr(f, "%q is not a valid region name", r))
+			continue
+		}
+		c := q.Regions[r]
+		for _, v := range []struct {
+			name       string
+			cap, limit int64
+		}{{"publish_rate", c.PublishRate, q.PublishRate}, {"publish_bytes", c.PublishBytes, q.PublishBytes}} {
+			switch {
+			case v.cap < 0:
+				errs = append(errs, fieldErr(f+"."+v.name, "must be 0 (no cap) or more, got %d", v.cap))
+			case v.cap > 0 && v.limit == 0:
+				errs = append(errs, fieldErr(f+"."+v.name, "a per-region cap needs a mesh-wide limit: quotas.%s is 0 (unlimited)", v.name))
+			case v.cap > v.limit && v.limit > 0:
+				errs = append(errs, fieldErr(f+"."+v.name, "%d is over the mesh-wide limit quotas.%s (%d)", v.cap, v.name, v.limit))
+			}
+		}
+	}
+	return errs
 }
 
 // Validate checks n against the mesh's regions; errors are FieldErrors

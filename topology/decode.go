@@ -102,6 +102,8 @@ func (d *decoder) into(n ast.Node, v reflect.Value, path string) {
 		d.into(n, v.Elem(), path)
 	case reflect.Struct:
 		d.mapping(n, v, path)
+	case reflect.Map:
+		d.dict(n, v, path)
 	case reflect.Slice:
 		d.list(n, v, path)
 	case reflect.String:
@@ -136,7 +138,7 @@ func describeType(t reflect.Type) string {
 	switch t.Kind() {
 	case reflect.Pointer:
 		return describeType(t.Elem())
-	case reflect.Struct:
+	case reflect.Struct, reflect.Map:
 		return "a mapping"
 	case reflect.Slice:
 		return "a list"
@@ -289,6 +291,30 @@ func (d *decoder) mapping(n ast.Node, v reflect.Value, path string) {
 		d.ix.keys[fp] = e.at
 		d.value(e.value, v.Field(i), fp)
 	}
+}
+
+// dict decodes a mapping whose keys are names the file chooses (region
+// names of per-region quotas) into a map[string]T; each value's path is
+// the map's path and its key ("quotas.regions.us-east"). The checks,
+// not the decoder, say which keys are allowed.
+func (d *decoder) dict(n ast.Node, v reflect.Value, path string) {
+	if v.Type().Key().Kind() != reflect.String {
+		panic("topology: no decoder for " + v.Type().String())
+	}
+	entries, ok := d.entries(n, path, 0)
+	if !ok {
+		d.typeError(n, v.Type(), path)
+		return
+	}
+	m := reflect.MakeMapWithSize(v.Type(), len(entries))
+	for _, e := range entries {
+		fp := field(path, e.name)
+		d.ix.keys[fp] = e.at
+		ev := reflect.New(v.Type().Elem()).Elem()
+		d.value(e.value, ev, fp)
+		m.SetMapIndex(reflect.ValueOf(e.name).Convert(v.Type().Key()), ev)
+	}
+	v.Set(m)
 }
 
 func suggestField(name string, known []string) string {

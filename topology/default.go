@@ -13,8 +13,9 @@ const DefaultFilename = "default-mesh.yaml"
 var defaultYAML []byte
 
 // DefaultYAML returns the embedded default mesh file: three regions
-// (us-east, eu-west, ap-south) of 2 brokers and 4 bookies each, and a demo
-// tenant. The result is a copy.
+// (us-east, eu-west, ap-south) of 2 brokers and 4 bookies each, a demo
+// tenant without quotas and a metered tenant with some. The result is a
+// copy.
 func DefaultYAML() []byte {
 	return slices.Clone(defaultYAML)
 }

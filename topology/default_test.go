@@ -57,6 +57,35 @@ func checkDefaultDemo(t *testing.T, m *Mesh) {
 	if js := m.Defaults.JetStream; js == nil || *js != (JetStream{Tenant: "demo", Namespace: "streams"}) {
 		t.Errorf("jetstream %+v", js)
 	}
+	if demo.Quotas.PublishRate != 0 || demo.Quotas.Connections != 0 {
+		t.Errorf("demo has quotas %+v: benchmarks and the README's first commands run in it", demo.Quotas)
+	}
+	checkDefaultMetered(t, m)
+}
+
+// checkDefaultMetered: the default mesh's metered tenant has quotas small
+// enough for one `nats bench` to reach, and the namespace a logged-in
+// client's streams live in (defaults.jetstream's).
+func checkDefaultMetered(t *testing.T, m *Mesh) {
+	t.Helper()
+	met, ok := m.Tenant("metered")
+	if !ok {
+		t.Fatal("tenant metered missing")
+	}
+	want := Quotas{PublishRate: 1000, PublishBytes: ByteRate(MiB), Storage: GiB, Topics: 100, Connections: 50, Consumers: 100}
+	if !reflect.DeepEqual(met.Quotas, want) {
+		t.Errorf("metered quotas %+v, want %+v", met.Quotas, want)
+	}
+	for _, name := range []string{"events", m.Defaults.JetStream.Namespace} {
+		if ns, ok := met.Namespace(name); !ok || len(ns.Replication) != 3 {
+			t.Errorf("metered namespace %s: %+v", name, ns)
+		}
+	}
+	for _, tn := range m.TenancyConfig().Tenants {
+		if err := tn.ValidateIn([]string{"us-east", "eu-west", "ap-south"}); err != nil {
+			t.Errorf("tenant %s: %v", tn.Name, err)
+		}
+	}
 }
 
 func TestDefaultReturnsFreshCopies(t *testing.T) {
@@ -136,7 +165,7 @@ func TestTenantsExample(t *testing.T) {
 		}
 	}
 	want, got := def.TenancyConfig(), m.TenancyConfig()
-	if !reflect.DeepEqual(got.Tenants[0], want.Tenants[0]) || !reflect.DeepEqual(got.Namespaces[:2], want.Namespaces) {
+	if !reflect.DeepEqual(got.Tenants[0], want.Tenants[0]) || !reflect.DeepEqual(got.Namespaces[:2], want.Namespaces[:2]) {
 		t.Fatalf("the demo tenant differs from the default mesh's:\n%+v\n%+v", got.Namespaces[:2], want.Namespaces)
 	}
 }

@@ -75,6 +75,16 @@ func checkValidMesh(t *testing.T, m *Mesh) {
 			}
 		}
 	}
+	regions := make([]string, len(m.Regions))
+	for i := range m.Regions {
+		regions[i] = m.Regions[i].Name
+	}
+	for _, tc := range m.TenancyConfig().Tenants {
+		// The admin API's checks of quotas accept what the file's did.
+		if err := (&tenancy.Tenant{Name: tc.Name, Quotas: tc.Quotas}).ValidateIn(regions); err != nil {
+			t.Fatalf("tenant %s: the topology accepted quotas tenancy refuses: %v", tc.Name, err)
+		}
+	}
 	for _, tn := range m.Tenants {
 		for _, ns := range tn.Namespaces {
 			if len(ns.Replication) == 0 || ns.Bundles < 1 || ns.AutoCreateTopics == nil || ns.Retention.Mode == "" {

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/stratamesh/strata/tenancy"
 )
 
 func parseGood(t *testing.T, path string) *Mesh {
@@ -128,8 +130,9 @@ func checkTenantT1(t *testing.T, m *Mesh) {
 	if !ok {
 		t.Fatal("tenant t1 missing")
 	}
-	wantQ := Quotas{PublishRate: 5000, PublishBytes: ByteRate(10 * MiB), Storage: 50 * GiB, Topics: 1000, Connections: 500}
-	if tn.Quotas != wantQ || !reflect.DeepEqual(tn.Admins, []string{"alice", "bob"}) {
+	wantQ := Quotas{PublishRate: 5000, PublishBytes: ByteRate(10 * MiB), Storage: 50 * GiB, Topics: 1000, Connections: 500,
+		Regions: map[string]RegionQuotas{"r1": {PublishRate: 3000}, "r3": {PublishRate: 1000, PublishBytes: ByteRate(2 * MiB)}}}
+	if !reflect.DeepEqual(tn.Quotas, wantQ) || !reflect.DeepEqual(tn.Admins, []string{"alice", "bob"}) {
 		t.Errorf("t1 quotas %+v admins %v", tn.Quotas, tn.Admins)
 	}
 	js, _ := tn.Namespace("js")
@@ -150,5 +153,26 @@ func checkTenantT1(t *testing.T, m *Mesh) {
 	}
 	if *m.Defaults.JetStream != (JetStream{Tenant: "t1", Namespace: "js"}) {
 		t.Errorf("jetstream %+v", *m.Defaults.JetStream)
+	}
+}
+
+// TestTenancyConfigRegionCaps: the file's per-region caps reach
+// tenancy's model as they were written, and tenancy's own checks (those
+// the admin API applies) accept what the topology's accepted.
+func TestTenancyConfigRegionCaps(t *testing.T) {
+	m := parseGood(t, "testdata/good/inherit.yaml")
+	c := m.TenancyConfig()
+	t1 := c.Tenants[0]
+	want := map[string]tenancy.RegionQuotas{"r1": {PublishRate: 3000}, "r3": {PublishRate: 1000, PublishBytes: int64(2 * MiB)}}
+	if t1.Name != "t1" || !reflect.DeepEqual(t1.Quotas.Regions, want) {
+		t.Errorf("t1 quotas %+v", t1.Quotas)
+	}
+	if err := t1.ValidateIn([]string{"r1", "r2", "r3"}); err != nil {
+		t.Errorf("tenancy refuses what the topology accepted: %v", err)
+	}
+	for _, tn := range c.Tenants[1:] {
+		if tn.Quotas.Regions != nil {
+			t.Errorf("tenant %s without caps has %v", tn.Name, tn.Quotas.Regions)
+		}
 	}
 }

@@ -261,7 +261,8 @@ type Tenant struct {
 }
 
 // Quotas are mesh-wide limits for a tenant, all regions together. Zero means
-// unlimited.
+// unlimited. The rates count a message once, at its origin region; storage
+// counts every region's copy (tenancy.Quotas says what each counts).
 type Quotas struct {
 	PublishRate  MsgRate  `yaml:"publish_rate"`  // messages per second
 	PublishBytes ByteRate `yaml:"publish_bytes"` // bytes per second
@@ -269,6 +270,18 @@ type Quotas struct {
 	Topics       int64    `yaml:"topics"`
 	Connections  int64    `yaml:"connections"`
 	Consumers    int64    `yaml:"consumers"`
+	// Regions caps the publish rates in single regions, by region name
+	// (each a region of this file): {us-east: {publish_rate: 600/s}}.
+	Regions map[string]RegionQuotas `yaml:"regions"`
+}
+
+// RegionQuotas caps a tenant's publish rates in one region (0: no cap
+// beyond the mesh-wide limit). A cap needs the mesh-wide limit of its
+// quota and is at most that limit. Storage and the counts have no
+// per-region caps (tenancy.RegionQuotas says why).
+type RegionQuotas struct {
+	PublishRate  MsgRate  `yaml:"publish_rate"`
+	PublishBytes ByteRate `yaml:"publish_bytes"`
 }
 
 // Retention modes (JetStream's model).

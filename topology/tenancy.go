@@ -21,7 +21,7 @@ func (m *Mesh) TenancyConfig() tenancy.Config {
 			Quotas: tenancy.Quotas{
 				PublishRate: int64(t.Quotas.PublishRate), PublishBytes: int64(t.Quotas.PublishBytes),
 				Storage: int64(t.Quotas.Storage), Topics: t.Quotas.Topics, Connections: t.Quotas.Connections,
-				Consumers: t.Quotas.Consumers,
+				Consumers: t.Quotas.Consumers, Regions: t.Quotas.regionCaps(),
 			},
 		})
 		for i := range t.Namespaces {
@@ -30,6 +30,18 @@ func (m *Mesh) TenancyConfig() tenancy.Config {
 		}
 	}
 	return c
+}
+
+// regionCaps is q's per-region caps as tenancy's (nil when none).
+func (q Quotas) regionCaps() map[string]tenancy.RegionQuotas {
+	if len(q.Regions) == 0 {
+		return nil
+	}
+	out := make(map[string]tenancy.RegionQuotas, len(q.Regions))
+	for r, c := range q.Regions {
+		out[r] = tenancy.RegionQuotas{PublishRate: int64(c.PublishRate), PublishBytes: int64(c.PublishBytes)}
+	}
+	return out
 }
 
 // policies is ns as tenancy's Policies.

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/stratamesh/strata/tenancy"
 )
@@ -36,6 +37,7 @@ func (r *report) checkTenant(p string, t *Tenant, regions []string) {
 	r.atLeast(field(q, "topics"), t.Quotas.Topics, 0)
 	r.atLeast(field(q, "connections"), t.Quotas.Connections, 0)
 	r.atLeast(field(q, "consumers"), t.Quotas.Consumers, 0)
+	r.checkRegionQuotas(field(q, "regions"), &t.Quotas, regions)
 	np := field(p, "namespaces")
 	names := make([]string, len(t.Namespaces))
 	for i := range t.Namespaces {
@@ -58,6 +60,52 @@ func (r *report) checkNamespace(p string, ns *Namespace, regions []string) {
 	}
 	r.atLeast(field(p, "bundles"), int64(ns.Bundles), 1)
 	r.atLeast(field(p, "max_consumers"), int64(ns.MaxConsumers), 0)
+}
+
+// checkRegionQuotas checks a tenant's per-region caps: each names a
+// region of the file (at its key), caps a quota that has a mesh-wide
+// limit, and is at most that limit.
+func (r *report) checkRegionQuotas(p string, q *Quotas, regions []string) {
+	if len(q.Regions) > tenancy.MaxRegionQuotas {
+		r.errorf(p, "at most %d regions, not %d", tenancy.MaxRegionQuotas, len(q.Regions))
+		return
+	}
+	names := make([]string, 0, len(q.Regions))
+	for name := range q.Regions {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		rp := field(p, name)
+		if !slices.Contains(regions, name) {
+			at, ok := r.ix.keys[rp]
+			if !ok {
+				at = r.ix.at(rp)
+			}
+			r.errorAt(at, rp, "no such region in the topology (regions: %s)%s", strings.Join(regions, ", "), didYouMean(name, regions))
+			continue
+		}
+		c := q.Regions[name]
+		for _, v := range []struct {
+			key        string
+			cap, limit int64
+		}{{"publish_rate", int64(c.PublishRate), int64(q.PublishRate)}, {"publish_bytes", int64(c.PublishBytes), int64(q.PublishBytes)}} {
+			switch {
+			case v.cap > 0 && v.limit == 0:
+				r.errorf(field(rp, v.key), "a per-region cap needs a mesh-wide limit: quotas.%s is not set (unlimited)", v.key)
+			case v.cap > v.limit && v.limit > 0:
+				r.errorf(field(rp, v.key), "%s is over the mesh-wide limit quotas.%s (%s)", rateString(v.key, v.cap), v.key, rateString(v.key, v.limit))
+			}
+		}
+	}
+}
+
+// rateString prints a rate of quota key as the file writes it.
+func rateString(key string, v int64) string {
+	if key == "publish_bytes" {
+		return ByteRate(v).String()
+	}
+	return MsgRate(v).String()
 }
 
 // checkReplication checks that a written replication list names known

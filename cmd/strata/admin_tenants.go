@@ -113,7 +113,7 @@ func checkTenantArg(arg string) error {
 
 // newAdminTenants is `strata admin tenants list|get|create|delete`.
 func newAdminTenants(flags *adminFlags) *cobra.Command {
-	cmd := commandGroup(&cobra.Command{Use: "tenants", Aliases: []string{"tenant"}, Short: "Tenants of the mesh: their admins and mesh-wide quotas"})
+	cmd := commandGroup(&cobra.Command{Use: "tenants", Aliases: []string{"tenant"}, Short: "Tenants of the mesh: their admins, mesh-wide quotas and quota usage"})
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List the tenants with their admins and quotas (- is unlimited)",
@@ -159,29 +159,26 @@ func newAdminTenants(flags *adminFlags) *cobra.Command {
 		},
 	})
 	var admins []string
-	var rate, byteRate, storage string
-	var topics, conns, consumers int64
+	var quotas quotaFlags
 	create := &cobra.Command{
 		Use:   "create TENANT",
 		Short: "Create a tenant (an existing one is replaced: its admins and quotas become those given)",
 		Long: "Create a tenant with the admins and quotas given (PUT /admin/v1/tenants/{t}). Quotas are\n" +
 			"mesh-wide, all regions together; an omitted quota is unlimited. The API's PUT creates or\n" +
-			"replaces: on an existing tenant every admin and quota becomes what this command gives.\n" +
-			"Sizes take units (B KB MB GB TB, KiB MiB GiB TiB); rates are per second.",
+			"replaces: on an existing tenant every admin and quota becomes what this command gives\n" +
+			"('tenants update' changes only what its flags name). Sizes take units (B KB MB GB TB,\n" +
+			"KiB MiB GiB TiB); rates are per second. --region-publish-rate and --region-publish-bytes\n" +
+			"cap a rate in one region (REGION=RATE): the region must be one of the mesh's, and the cap at\n" +
+			"most the mesh-wide limit.",
+		Example: "  strata admin tenants create payments --publish-rate 5000/s --storage 50GiB --connections 500\n" +
+			"  strata admin tenants create payments --publish-rate 1000/s --region-publish-rate us-east=600/s",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTenantArg(args[0]); err != nil {
 				return err
 			}
-			req := admin.TenantRequest{Admins: admins, Quotas: admin.Quotas{Topics: topics, Connections: conns, Consumers: consumers}}
-			var err error
-			if req.Quotas.PublishRate, err = parseMsgRate("--publish-rate", rate); err != nil {
-				return err
-			}
-			if req.Quotas.PublishBytes, err = parseByteRate("--publish-bytes", byteRate); err != nil {
-				return err
-			}
-			if req.Quotas.Storage, err = parseSizeFlag("--storage", storage); err != nil {
+			req := admin.TenantRequest{Admins: admins}
+			if err := quotas.apply(cmd.Flags(), &req.Quotas); err != nil {
 				return err
 			}
 			c, err := flags.brokers()
@@ -208,12 +205,7 @@ func newAdminTenants(flags *adminFlags) *cobra.Command {
 		},
 	}
 	create.Flags().StringSliceVar(&admins, "admins", nil, "tenant-admin principals, comma-separated")
-	create.Flags().StringVar(&rate, "publish-rate", "", "messages per second, e.g. 5000 or 5000/s (default unlimited)")
-	create.Flags().StringVar(&byteRate, "publish-bytes", "", "bytes per second, e.g. 10MiB/s (default unlimited)")
-	create.Flags().StringVar(&storage, "storage", "", "bytes on bookies and tiers, e.g. 50GiB (default unlimited)")
-	create.Flags().Int64Var(&topics, "topics", 0, "number of topics (default unlimited)")
-	create.Flags().Int64Var(&conns, "connections", 0, "number of client connections (default unlimited)")
-	create.Flags().Int64Var(&consumers, "consumers", 0, "number of consumers (default unlimited)")
+	quotas.register(create.Flags())
 	cmd.AddCommand(create)
 	var force bool
 	del := &cobra.Command{
@@ -242,6 +234,7 @@ func newAdminTenants(flags *adminFlags) *cobra.Command {
 	}
 	del.Flags().BoolVar(&force, "force", false, "also delete the tenant's namespaces and their topics")
 	cmd.AddCommand(del)
+	cmd.AddCommand(newTenantsUpdate(flags), newTenantsUsage(flags))
 	cmd.AddCommand(newAdminUsers(flags))
 	return cmd
 }
@@ -263,6 +256,7 @@ func printTenant(w io.Writer, t admin.Tenant) error {
 		byteRateText(q.PublishBytes, "unlimited"), bytesText(q.Storage, "unlimited"))
 	fmt.Fprintf(tw, "topics\t%s\nconnections\t%s\nconsumers\t%s\n", countText(q.Topics, "unlimited"),
 		countText(q.Connections, "unlimited"), countText(q.Consumers, "unlimited"))
+	fmt.Fprintf(tw, "region caps\t%s\n", regionCapsText(q, "none"))
 	return tw.Flush()
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stratamesh/strata/admin"
 	"github.com/stratamesh/strata/internal/meshfile"
 	"github.com/stratamesh/strata/internal/status"
 	"github.com/stratamesh/strata/internal/supervisor"
@@ -22,7 +23,7 @@ func newStatus() *cobra.Command {
 	var tf tlsFlags
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show the running mesh: regions, nodes and their Serf state",
+		Short: "Show the running mesh: regions, nodes and their Serf state, and tenants near a quota",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir := dataDirOr(dataDir, nil)
@@ -43,12 +44,17 @@ func newStatus() *cobra.Command {
 			if answered == 0 {
 				return fmt.Errorf("no node of mesh %s answered within %v", f.Mesh, timeout)
 			}
+			// Tenants near a quota: a tenant list and one usage request per
+			// tenant with quotas, to one broker. Not answering is not an
+			// error of status (the nodes' table says why).
+			quotas, _ := status.CollectQuotas(ctx, &admin.Client{HTTP: hc}, live)
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(live)
+				return enc.Encode(newStatusJSON(live, quotas))
 			}
 			status.PrintTable(cmd.OutOrStdout(), live)
+			status.PrintQuotas(cmd.OutOrStdout(), quotas)
 			return nil
 		},
 	}
@@ -58,6 +64,21 @@ func newStatus() *cobra.Command {
 	tf.register(cmd.Flags())
 	cmd.Flags().StringVar(&token, "token", "", "admin token when the mesh has auth on (default $"+tokenEnv+", else up's "+supervisor.SuperuserTokenFile+")")
 	return cmd
+}
+
+// statusJSON is `strata status --json`: mesh.json's shape with each
+// node's state, and "quotas" (tenants near a limit, tenants whose usage
+// is unknown) when there is anything to say.
+type statusJSON struct {
+	*meshfile.File
+	Quotas *status.Quotas `json:"quotas,omitempty"`
+}
+
+func newStatusJSON(f *meshfile.File, q status.Quotas) statusJSON {
+	if len(q.Near) == 0 && len(q.Unknown) == 0 {
+		return statusJSON{File: f}
+	}
+	return statusJSON{File: f, Quotas: &q}
 }
 
 // bearer adds "Authorization: Bearer <token>" to every request (none
