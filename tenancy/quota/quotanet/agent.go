@@ -272,9 +272,11 @@ func (a *Agent) run() {
 }
 
 // receive applies a coordinator's message or announcement. A message of
-// a term older than the newest heard is dropped: the core keys its
-// coordinators by sender, and a region's coordinators of two terms share
-// one (see the package doc).
+// a term older than the newest heard is dropped while that one is heard
+// from (within LeaseTTL): the core keys its coordinators by sender, and a
+// region's coordinators of two terms share one (see the package doc).
+// Once the newest is silent, any term is taken (an etcd restored from a
+// backup counts revisions again from lower).
 func (a *Agent) receive(b []byte) {
 	m, err := decodeInbound(fromCoordinator, a.cfg.Region, a.cfg.Regions, b)
 	if err != nil {
@@ -284,9 +286,9 @@ func (a *Agent) receive(b []byte) {
 	now := a.clock()
 	cur := a.term.Load()
 	switch {
-	case m.Term < cur:
+	case m.Term < cur && a.coordinatorHeard():
 		return
-	case m.Term > cur:
+	case m.Term != cur:
 		a.term.Store(m.Term)
 		a.heard.Store(now.UnixNano())
 		// A new coordinator learns of this broker from its hello.

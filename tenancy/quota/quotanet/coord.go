@@ -313,10 +313,10 @@ func (lc *leader) handle(in inbound) {
 		lc.peers[m.From] = p
 	}
 	if in.o == fromRegion {
-		if m.Term < p.term {
+		if m.Term < p.term && now.Sub(p.at) <= c.stale() {
 			return // an older coordinator of that region, still running briefly
 		}
-		if m.Term > p.term {
+		if m.Term != p.term {
 			*p = peerSent{term: m.Term}
 		}
 	}

@@ -3,9 +3,11 @@ package quotanet
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stratamesh/strata/broker"
 	"github.com/stratamesh/strata/internal/meta/metatest"
 	"github.com/stratamesh/strata/internal/testutil"
 	"github.com/stratamesh/strata/tenancy/quota"
@@ -108,23 +110,25 @@ func TestRegionAdmitsTheLimitAndFailsOver(t *testing.T) {
 func TestRegionsSplitByDemandOverTheWAN(t *testing.T) {
 	store := metatest.OpenStore(t)
 	regions := []string{"r1", "r2"}
-	var r1, r2 []*node
+	var srv [2]atomic.Pointer[broker.Server] // r1's, r2's
 	wan := func(region, subject string, data []byte) error {
-		dst := r1
+		dst := srv[0].Load()
 		if region == "r2" {
-			dst = r2
+			dst = srv[1].Load()
 		}
-		if len(dst) == 0 {
+		if dst == nil {
 			return errors.New("not started")
 		}
 		// What a link's publish on a remote broker does: it reaches
 		// that region's internal subscriptions.
-		dst[0].srv.PublishInternal([]byte(subject), nil, nil, data)
+		dst.PublishInternal([]byte(subject), nil, nil, data)
 		return nil
 	}
 	// Each region campaigns in its own etcd prefix.
-	r1 = startRegion(t, store, "r1", regions, 1, wan)
-	r2 = startRegion(t, metatest.OpenStore(t), "r2", regions, 1, wan)
+	r1 := startRegion(t, store, "r1", regions, 1, wan)
+	srv[0].Store(r1[0].srv)
+	r2 := startRegion(t, metatest.OpenStore(t), "r2", regions, 1, wan)
+	srv[1].Store(r2[0].srv)
 	all := append(append([]*node(nil), r1...), r2...)
 	setLimits(all, limit(200))
 	leaderOf(t, r1, 0)
