@@ -15,7 +15,9 @@ type fakeBus struct {
 	pub []string // subjects
 }
 
-func (b *fakeBus) SubscribeInternal(string, broker.InternalHandler) (func(), error) { return func() {}, nil }
+func (b *fakeBus) SubscribeInternal(string, broker.InternalHandler) (func(), error) {
+	return func() {}, nil
+}
 func (b *fakeBus) PublishInternal(subject, _, _, _ []byte) {
 	b.mu.Lock()
 	b.pub = append(b.pub, string(subject))
