@@ -50,6 +50,8 @@ fuzz:
 	$(GO) test ./replicator -run '^$$' -fuzz '^FuzzDecodeSubSet$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./admin -run '^$$' -fuzz '^FuzzDecodeRequests$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./admin -run '^$$' -fuzz '^FuzzPathParams$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./tenancy/quota/quotanet -run '^$$' -fuzz '^FuzzDecodeInbound$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./tenancy/quota/quotanet -run '^$$' -fuzz '^FuzzDecodeUsageAnswer$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/bundle -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tenancy/store -run '^$$' -fuzz '^FuzzDecodeBatch$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tenancy -run '^$$' -fuzz '^FuzzTenantQuotas$$' -fuzztime $(FUZZTIME)

@@ -40,6 +40,10 @@ func (n *Node) newJetStream() (*jetstream.Service, error) {
 		AccountSpaces: n.nauth != nil,
 		LinkTLS:       n.clientTLS(),
 	}
+	if n.quota != nil {
+		// Tenant quotas (ARCHITECTURE §5): the broker's quota Agent.
+		cfg.Quotas = n.quota.agent
+	}
 	// Tiered storage (ARCHITECTURE §6): the region's tier, opened here so
 	// that a misconfigured one stops the broker with a clear error.
 	tier, err := n.managedTier(context.Background())

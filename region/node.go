@@ -52,6 +52,7 @@ type Node struct {
 	js       *jetstream.Service          // brokers only: the JetStream layer
 	cp       *controlPlane               // brokers only: tenants, namespaces, policies
 	nauth    *natsAuth                   // brokers only, with auth.nats: NATS accounts (accounts.go)
+	quota    *quotas                     // brokers only: tenant quotas (quota.go)
 	lanRef   atomic.Pointer[gossip.Pool] // n.lan, for the broker's peer source
 	wanRef   atomic.Pointer[gossip.Pool] // n.wan, for replicator cursors
 	bookie   *bookie.Bookie              // bookies only
@@ -151,6 +152,9 @@ func (n *Node) start(ctx context.Context) error {
 		if n.cp, err = n.openControlPlane(ctx, true); err != nil {
 			return err
 		}
+		if err := n.newQuotas(); err != nil {
+			return err
+		}
 		if n.nauth, err = n.openNATSAuth(); err != nil {
 			return err
 		}
@@ -174,6 +178,9 @@ func (n *Node) start(ctx context.Context) error {
 	n.wanRef.Store(n.wan)
 	if n.cp != nil && n.broker != nil {
 		if err := n.cp.startSync(); err != nil {
+			return err
+		}
+		if err := n.startQuotas(); err != nil {
 			return err
 		}
 	}
@@ -228,6 +235,9 @@ func (n *Node) start(ctx context.Context) error {
 			if err := registerReplicationMetrics(n); err != nil {
 				return err
 			}
+		}
+		if err := registerQuotaMetrics(n); err != nil {
+			return err
 		}
 	}
 	return registerMetrics(n)
@@ -441,6 +451,10 @@ func (n *Node) Stop(ctx context.Context) error {
 		if n.js != nil {
 			errs = append(errs, n.js.Close(ctx))
 		}
+		// Then the quota coordinator candidacy goes and the connection
+		// counts are handed over, while the routes are up and before the
+		// broker closes its connections.
+		errs = append(errs, n.quota.close(ctx))
 		n.cp.close()
 		for _, p := range []*gossip.Pool{n.wan, n.lan} {
 			if p == nil {

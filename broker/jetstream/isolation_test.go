@@ -198,7 +198,7 @@ func TestJetStreamTenantIsolation(t *testing.T) {
 		t.Fatalf("globex's stream names %v, want its own ORDERS only", seen)
 	}
 	// Publishing into acme's topic subjects or the mesh's own subjects.
-	for _, subj := range []string{"acme.streams.ORDERS", "$STRATA.REPL.acme.streams.ORDERS", "$SR.FWD.test.b1"} {
+	for _, subj := range []string{"acme.streams.ORDERS", "$STRATA.REPL.acme.streams.ORDERS", "$STRATA.QUOTA.test.coord.1", "$SR.FWD.test.b1"} {
 		b.Publish(subj, []byte("forged"))
 		b.Flush()
 		select {

@@ -204,8 +204,11 @@ func (s *Service) ClientPublish(ci broker.ClientInfo, subject, reply, hdr, paylo
 			// replicator or a broker.
 			return broker.HookDenied
 		}
-		if bytes.HasPrefix(subject, []byte("$STRATA.CONFIG.")) {
-			return broker.HookRoute // configuration sync: the region's internal subscription takes it
+		if bytes.HasPrefix(subject, []byte("$STRATA.CONFIG.")) || bytes.HasPrefix(subject, []byte("$STRATA.QUOTA.")) {
+			// Configuration sync and other regions' quota coordinators
+			// (tenancy/quota/quotanet): the region's internal
+			// subscriptions take them.
+			return broker.HookRoute
 		}
 		if bytes.HasPrefix(subject, []byte("$STRATA.")) { // replication, subscription sync, replication state
 			s.dispatch(message{origin: s.cfg.Name, subject: string(subject), reply: string(reply),
