@@ -11,24 +11,12 @@ import (
 // This file is the region side of GET /admin/v1/tenants/{t}/usage:
 // admin.UsageBackend over the region's quota coordinator.
 
-// tenantUsager is what the usage route needs of the node: a tenant's
-// usage from the region's quota coordinator (the quota driver's). A
-// tenant without quotas answers a Usage without quotas.
-type tenantUsager interface {
-	TenantUsage(ctx context.Context, tenant string) (quota.Usage, error)
-}
-
-// quotaUsage is admin.UsageBackend for node n. It asks n itself, when n
-// has the quota driver's TenantUsage; until then every request is 503
-// quota_unavailable ("quota coordinator not wired").
+// quotaUsage is admin.UsageBackend for node n: the usage as n's quota
+// driver gets it from the region's coordinator (Node.TenantUsage).
 type quotaUsage struct{ n *Node }
 
 func (a quotaUsage) TenantUsage(ctx context.Context, tenant string) (admin.Usage, error) {
-	src, ok := any(a.n).(tenantUsager)
-	if !ok {
-		return admin.Usage{}, admin.Errorf(admin.CodeQuotaUnavailable, "", "region %s: quota coordinator not wired on this node", a.n.cfg.Region)
-	}
-	u, err := src.TenantUsage(ctx, tenant)
+	u, err := a.n.TenantUsage(ctx, tenant)
 	if err != nil {
 		return admin.Usage{}, usageError(a.n.cfg.Region, err)
 	}

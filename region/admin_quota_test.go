@@ -9,6 +9,7 @@ import (
 
 	"github.com/stratamesh/strata/admin"
 	"github.com/stratamesh/strata/tenancy/quota"
+	"github.com/stratamesh/strata/topology"
 )
 
 // TestUsageOf: the usage route answers quota.Usage's JSON exactly, every
@@ -22,14 +23,14 @@ func TestUsageOf(t *testing.T) {
 	}
 }
 
-// TestUsageUnwired: a node without the quota driver's TenantUsage
-// answers 503 quota_unavailable saying so; the coordinator's errors map
-// to the catalog.
+// TestUsageUnwired: a node without the quota drivers (not a broker)
+// answers 503 quota_unavailable saying to ask a broker; the
+// coordinator's errors map to the catalog.
 func TestUsageUnwired(t *testing.T) {
-	n := &Node{cfg: NodeConfig{Region: "us-east"}}
+	n := &Node{cfg: NodeConfig{Region: "us-east"}, name: "us-east-meta", spec: topology.Node{Role: topology.RoleMeta}}
 	_, err := quotaUsage{n}.TenantUsage(context.Background(), "t")
 	var ae *admin.Error
-	if !errors.As(err, &ae) || ae.Code != admin.CodeQuotaUnavailable || ae.Status() != 503 || !strings.Contains(ae.Message, "quota coordinator not wired") {
+	if !errors.As(err, &ae) || ae.Code != admin.CodeQuotaUnavailable || ae.Status() != 503 || !strings.Contains(ae.Message, "ask a broker") {
 		t.Errorf("unwired: %v", err)
 	}
 	for _, c := range []struct {

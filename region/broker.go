@@ -33,6 +33,10 @@ func (n *Node) startBroker() error {
 	if n.nauth != nil {
 		auth = n.nauth.authenticator()
 	}
+	var gate broker.Quotas // nil: no quotas (never a typed nil)
+	if n.quota != nil {
+		gate = n.quota.agent
+	}
 	srv, err := withPort(fixed, n.ports.NATS, func(port int) (*broker.Server, error) {
 		natsPort, routePort := n.spec.NATSPort, n.spec.GRPCPort
 		if port != 0 && fixed == 0 {
@@ -48,6 +52,7 @@ func (n *Node) startBroker() error {
 			StrataVersion: Version,
 			Hook:          n.js,
 			Auth:          auth,
+			Quotas:        gate,
 			TLS:           n.brokerTLS(),
 			Logger:        n.logger,
 		})

@@ -61,9 +61,7 @@ func (n *Node) newQuotas() error {
 }
 
 // applyQuotas gives the drivers every tenant's limits from the region's
-// configuration. Per-region caps: tenancy.Quotas has none yet, so every
-// region's share is the static one (limit ÷ regions) until demand moves
-// it.
+// configuration, with its per-region caps of the publish rates.
 func (n *Node) applyQuotas() {
 	limits := map[string]quota.Limits{}
 	n.cp.store.View(func(s *tenancy.State) {
@@ -87,6 +85,17 @@ func quotaLimits(q tenancy.Quotas) (quota.Limits, bool) {
 	l.Mesh[quota.Topics] = float64(q.Topics)
 	l.Mesh[quota.Connections] = float64(q.Connections)
 	l.Mesh[quota.Consumers] = float64(q.Consumers)
+	for r, c := range q.Regions {
+		if c.PublishRate <= 0 && c.PublishBytes <= 0 {
+			continue
+		}
+		if l.Regions == nil {
+			l.Regions = map[string][quota.NumKinds]float64{}
+		}
+		var caps [quota.NumKinds]float64
+		caps[quota.PublishRate], caps[quota.PublishBytes] = float64(c.PublishRate), float64(c.PublishBytes)
+		l.Regions[r] = caps
+	}
 	for k := range quota.NumKinds {
 		if l.Limited(k) {
 			return l, true
