@@ -56,6 +56,9 @@ func (t *topic) publish(m message) {
 			o.ExpectedLastMsgID = &id
 		}
 	}
+	if t.backlogGate(m) { // held or refused by the namespace's backlog quota (backlog_hold.go)
+		return
+	}
 	reply, quoted := m.reply, t.quoted
 	t.fence.issue()
 	t.ml.Publish(m.subject, m.hdr, m.data, o, func(r mledger.PubResult, err error) {
