@@ -367,5 +367,8 @@ func jsNamespace(p tenancy.Policies) jetstream.Namespace {
 	if o := p.Offload; o != nil {
 		out.Offload = &mledger.OffloadPolicy{Threshold: o.Threshold, DeletionLag: time.Duration(o.DeletionLag)}
 	}
+	if b := p.BacklogQuota; b != nil {
+		out.BacklogQuota = &jetstream.BacklogQuota{Size: b.Size, Age: time.Duration(b.Time), Policy: b.Policy}
+	}
 	return out
 }

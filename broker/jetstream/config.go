@@ -174,6 +174,8 @@ type Config struct {
 	// ack set to the other regions. Default 1 s: a consumer that moves
 	// region gets at most about this much of acks again.
 	SubSyncInterval time.Duration
+	// Backlog tunes the namespaces' backlog quotas (backlog.go).
+	Backlog BacklogConfig
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -204,6 +206,7 @@ func (c Config) withDefaults() Config {
 	if c.SubSyncInterval <= 0 {
 		c.SubSyncInterval = DefaultSubSyncInterval
 	}
+	c.Backlog = c.Backlog.withDefaults()
 	if c.Now == nil {
 		c.Now = time.Now
 	}

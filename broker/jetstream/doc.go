@@ -35,6 +35,11 @@
 //     sends pull-consumer deliveries to the requester's broker
 //     ($SR.DLV.<broker>), which delivers them locally with the message's
 //     original subject.
+//   - Backlog quotas (backlog.go): the owner measures each subscription
+//     of a topic against its namespace's backlog quota and refuses, holds
+//     (in order, never blocking a connection) or evicts; replicator
+//     cursors are exempt; a subscription created on existing data counts
+//     only what is published after its creation until it catches up.
 //   - The JetStream API handlers, PubAcks (sent only after the ledger add
 //     completed at the ack quorum), and the consumer drivers: one
 //     goroutine per consumer that feeds the deterministic core and

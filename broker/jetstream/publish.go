@@ -56,7 +56,13 @@ func (t *topic) publish(m message) {
 			o.ExpectedLastMsgID = &id
 		}
 	}
-	if t.refusedByQuota(m, st) { // quota_gate.go
+	if t.backlogGate(m) { // held or refused by the namespace's backlog quota (backlog_hold.go)
+		return
+	}
+	if err := t.quotaRefusal(m); err != nil { // quota_gate.go
+		if !t.storageHold(m, err) { // backlog_hold.go: a storage refusal under producer_request_hold waits
+			t.refuseByQuota(m, st, err)
+		}
 		return
 	}
 	reply, quoted := m.reply, t.quoted

@@ -58,17 +58,11 @@ func (t *topic) quotaRefusal(m message) error {
 	return q.AdmitPublish(t.name.Tenant, size)
 }
 
-// refusedByQuota answers m's PubAck with 10429 when the tenant's quota
-// refuses storing it, and says whether it did (t.publish then stores
-// nothing).
-func (t *topic) refusedByQuota(m message, st *stream) bool {
-	err := t.quotaRefusal(m)
-	if err == nil {
-		return false
-	}
+// refuseByQuota answers m's PubAck with 10429 for err, the tenant
+// quota's refusal of storing m (t.publish then stores nothing).
+func (t *topic) refuseByQuota(m message, st *stream, err error) {
 	t.s.cfg.Logger.Debug("publish refused by the tenant's quota", "topic", t.name.String(), "err", err)
 	t.s.respond(m.reply, pubAckError(st.stream, jsapi.ErrQuotaExceeded(err)))
-	return true
 }
 
 // countQuota is the gate's answer to tenant's count k growing by one (a

@@ -129,6 +129,9 @@ func (t *topic) receive(m message) {
 		t.s.goRun(func() { t.receiveGap(m, &b) })
 		return
 	}
+	if t.replStorageRefused(m, &b) { // answered Failed: the sender resends (backlog_repl.go)
+		return
+	}
 	rc := &receipt{t: t, m: m, b: &b, left: len(b.Msgs)}
 	for i := range b.Msgs {
 		msg := &b.Msgs[i]

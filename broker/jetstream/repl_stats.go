@@ -101,6 +101,9 @@ func (r *replSender) stats(now time.Time) ReplicationStats {
 	}
 	if st.LastError != nil {
 		out.LastError = st.LastError.Error()
+		if st.Failures > 0 && strings.HasPrefix(lastErr, r.remote+": ") {
+			out.LastError += ": " + lastErr // the remote's own reason (e.g. its storage quota)
+		}
 	} else if st.Failures > 0 {
 		out.LastError = lastErr
 	}

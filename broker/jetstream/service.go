@@ -292,6 +292,7 @@ type message struct {
 	// valid only until dispatch returns (toOwner copies them before
 	// keeping the message).
 	borrowed bool
+	released bool // a held publish being released (backlog_hold.go)
 }
 
 // owned returns m with hdr and data copies of its own.

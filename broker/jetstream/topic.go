@@ -40,6 +40,7 @@ type topic struct {
 	tombs     []string      // origin streams deleted elsewhere ("region/incarnation"): their batches are dropped
 	stopped   bool          // lost or shut down (guarded by mu, with ml during opening)
 	policy    policyState   // applying the namespace's policies (policies.go)
+	backlog   backlogState  // the namespace's backlog quota: verdict, held publishes (backlog*.go)
 	// staleCursors: removing the positions of regions no longer in the
 	// replication list failed; the next policy round tries again.
 	staleCursors atomic.Bool
@@ -178,6 +179,7 @@ func (s *Service) openTopic(ctx context.Context, n tenancy.Name, own *ownedBundl
 	t.ready.Store(true)
 	t.startReplication(ml)
 	s.goRun(t.retainLoop)
+	s.goRun(t.backlogLoop)
 	s.goRun(func() {
 		select {
 		case <-ml.Done():

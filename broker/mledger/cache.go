@@ -10,6 +10,9 @@ const msgOverhead = 192
 type cachedMsg struct {
 	m    Message
 	size int64 // encoded entry size
+	// cum is the sum of size over the cached run up to this message
+	// (since the cache last restarted): ranges' bytes in O(1).
+	cum int64
 }
 
 // tailCache holds the most recent confirmed messages: a contiguous run
@@ -40,7 +43,11 @@ func (c *tailCache) push(m Message, size int64) {
 		}
 		c.ring, c.head = grown, 0
 	}
-	*c.at(c.n) = cachedMsg{m: m, size: size}
+	cum := size
+	if c.n > 0 {
+		cum += c.at(c.n - 1).cum
+	}
+	*c.at(c.n) = cachedMsg{m: m, size: size, cum: cum}
 	c.n++
 	c.bytes += size + msgOverhead
 }
