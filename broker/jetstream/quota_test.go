@@ -329,9 +329,9 @@ func (m *meshOf) urls(region string) []string {
 }
 
 // Publish rates are charged at the origin only: the copies replicated
-// into another region are stored there without AdmitPublish or a storage
-// Check, while that region still reports the bytes they take (storage
-// counts in every region).
+// into another region are stored there without AdmitPublish (only the
+// storage quota may refuse them), while that region still reports the
+// bytes they take (storage counts in every region).
 func TestQuotaReplicatedCopiesNotCharged(t *testing.T) {
 	mesh := &meshOf{regions: map[string]*strataRegion{}}
 	quotas := map[string]*fakeQuotas{"east": newFakeQuotas(), "west": newFakeQuotas()}
@@ -365,8 +365,10 @@ func TestQuotaReplicatedCopiesNotCharged(t *testing.T) {
 	if got := fe.charged("demo"); got != n {
 		t.Fatalf("east charged %d publishes, want %d", got, n)
 	}
-	if got, checks := fw.charged("demo"), fw.checks("demo", quota.Storage); got != 0 || checks != 0 {
-		t.Fatalf("west charged %d replicated copies and checked storage %d times; want none", got, checks)
+	// The storage quota may refuse a replicated batch (the sender then
+	// retries: backlog_repl.go), but the publish rate is never charged.
+	if got := fw.charged("demo"); got != 0 {
+		t.Fatalf("west charged %d replicated copies to the publish rate; want none", got)
 	}
 	testutil.Eventually(t, "west reports the copies' storage", 10*time.Second, func() bool {
 		u := fw.usage("demo")
