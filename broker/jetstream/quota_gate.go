@@ -15,14 +15,16 @@ import (
 // description is the gate's text: the tenant, the quota, its limit and
 // its use):
 //
-//   - a client publish stored to a topic, at the topic's owner, before it
-//     is handed to the managed ledger (quotaRefusal): storage first
-//     (Check quota.Storage), then the publish rate and bytes
-//     (AdmitPublish), so a publish refused for storage spends no rate. A
-//     replicated copy (repl_recv.go) is never charged here: publish rates
-//     count at the origin only, and storage is measured, not charged (the
-//     use report, quota_use.go). A refused publish is not stored; the
-//     PubAck carries the error.
+//   - a client publish captured by a stream is charged to the publish
+//     rate and bytes at the broker it arrived at (rateRefused, from
+//     ClientPublish), before it is routed anywhere, so a refused publish
+//     is neither stored nor delivered to core subscribers. Its storage
+//     is checked at the topic's owner, before it is handed to the
+//     managed ledger (quotaRefusal). A replicated copy (repl_recv.go)
+//     is never charged: publish rates count at the origin only, and
+//     storage is measured (the use report, quota_use.go); the storage
+//     quota may refuse a replicated batch, which its sender retries
+//     (backlog_repl.go). A refused publish gets 10429 in its PubAck.
 //   - a topic created by STREAM.CREATE, by a publish into a namespace
 //     that auto-creates topics, or by the admin API (Check quota.Topics,
 //     1). Topics created because another region replicates them are not
@@ -32,30 +34,43 @@ import (
 //     subscriptions created because another region shipped them are not
 //     checked.
 //
-// A message routed as core NATS too (a stored publish also reaches the
-// subject's core subscribers, broker.HookStored) is delivered to them
-// even when the owner then refuses to store it: the broker routes it
-// before the owner decides.
-
 // ErrQuotaExceeded wraps a tenant quota's refusal of an admin API write
 // (CreateTopic): the gate's error follows it.
 var ErrQuotaExceeded = errors.New("jetstream: tenant quota exceeded")
 
-// quotaRefusal is the tenant quota's answer to storing m in t (nil:
-// store it). m is a client publish at the origin region (t.publish),
-// never a replicated copy. Storage is checked before the publish is
-// charged, so a publish refused for storage spends none of the tenant's
-// publish rate.
+// quotaRefusal is the tenant's storage quota's answer to storing m in t
+// (nil: store it). m is a client publish at the origin region
+// (t.publish), never a replicated copy; its publish rate was charged
+// where it arrived (rateRefused).
 func (t *topic) quotaRefusal(m message) error {
 	q := t.s.cfg.Quotas
 	if q == nil {
 		return nil
 	}
-	size := len(m.hdr) + len(m.data)
-	if err := q.Check(t.name.Tenant, quota.Storage, float64(size)); err != nil {
-		return err
+	return q.Check(t.name.Tenant, quota.Storage, float64(len(m.hdr)+len(m.data)))
+}
+
+// rateRefused charges a client publish of size bytes captured by st to
+// its tenant's publish rate and bytes. refused true: the quota said no,
+// and res is what the broker does with it — a JetStream publish (with a
+// reply) gets 10429 in its PubAck and goes nowhere (HookConsumed); a
+// publish without a reply is denied (HookDenied: the client gets the
+// broker's Permissions Violation).
+func (s *Service) rateRefused(st *stream, reply []byte, size int) (res broker.HookResult, refused bool) {
+	q := s.cfg.Quotas
+	if q == nil {
+		return 0, false
 	}
-	return q.AdmitPublish(t.name.Tenant, size)
+	err := q.AdmitPublish(st.name.Tenant, size)
+	if err == nil {
+		return 0, false
+	}
+	s.cfg.Logger.Debug("publish refused by the tenant's quota", "stream", st.stream, "err", err)
+	if len(reply) == 0 {
+		return broker.HookDenied, true
+	}
+	s.respond(string(reply), pubAckError(st.stream, jsapi.ErrQuotaExceeded(err)))
+	return broker.HookConsumed, true
 }
 
 // refuseByQuota answers m's PubAck with 10429 for err, the tenant

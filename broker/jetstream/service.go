@@ -257,6 +257,12 @@ func (s *Service) ClientPublish(ci broker.ClientInfo, subject, reply, hdr, paylo
 			return res
 		}
 	}
+	// The publish rate is charged here, at the front door, before the
+	// message is routed anywhere: a refused publish is neither stored nor
+	// delivered to the subject's core subscribers (quota_gate.go).
+	if res, refused := s.rateRefused(st, reply, len(hdr)+len(payload)); refused {
+		return res
+	}
 	// A publish to a topic served here is stored (copied) before
 	// dispatch returns; toOwner copies it first when it must wait.
 	s.dispatch(message{origin: s.cfg.Name, account: acct, subject: string(subject), reply: string(reply),
