@@ -34,7 +34,7 @@ func quotaMesh(limit int) string {
 	for _, r := range quotaRegions {
 		fmt.Fprintf(&b, "  - {name: %s, brokers: 1, bookies: 1}\n", r)
 	}
-	fmt.Fprintf(&b, "tenants:\n  - name: demo\n    quotas: {publish_rate: %d/s, storage: 64KiB}\n    namespaces:\n      - name: streams\n      - name: q\n        replication: [q1]\n", limit)
+	fmt.Fprintf(&b, "tenants:\n  - name: demo\n    quotas: {publish_rate: %d/s, storage: 64KiB}\n    namespaces:\n      - name: streams\n      - name: q\n        replication: [q1]\n        auto_create_topics: false\n", limit)
 	b.WriteString("      - name: s\n        replication: [q1]\n        auto_create_topics: true\n")
 	return b.String()
 }
