@@ -393,7 +393,9 @@ func (b *Broker) Report(now time.Time) []*Msg {
 					lentNow[name] = ln
 				}
 				for _, k := range rateKinds {
-					if ct.want[k] <= 0 || t.buckets[k] == nil {
+					// A superseded coordinator gets no new leases: what it
+					// holds lapses, and its successor asks for its own.
+					if ct.want[k] <= 0 || t.buckets[k] == nil || key.term < b.terms[key.from] {
 						continue
 					}
 					// Leases to other coordinators still running count

@@ -175,12 +175,40 @@ func BrokerBase(l Limits, region string, regions, brokers int) [NumKinds]float64
 	return base
 }
 
+// staticShare is region's static share of k in a mesh of regions
+// regions: the limit split evenly, except that a region's cap holds it
+// down and what the caps leave goes evenly to the others (water-filled),
+// so the static shares sum to the limit unless the caps sum to less.
+// Every party computes it from the limits alone.
 func staticShare(l Limits, region string, k Kind, regions int) float64 {
-	s := l.Mesh[k] / float64(regions)
-	if c := l.regionCap(region, k); c > 0 {
-		s = math.Min(s, c)
+	level := staticLevel(l, k, regions)
+	if c := l.regionCap(region, k); c > 0 && c < level {
+		return c
 	}
-	return s
+	return level
+}
+
+// staticLevel is the static share of a region with no cap below it.
+func staticLevel(l Limits, k Kind, regions int) float64 {
+	var caps []float64
+	for _, c := range l.Regions {
+		if c[k] > 0 {
+			caps = append(caps, c[k])
+		}
+	}
+	sort.Float64s(caps)
+	left, n := l.Mesh[k], regions
+	for _, c := range caps {
+		if n <= 1 || c >= left/float64(n) {
+			break
+		}
+		left -= c
+		n--
+	}
+	if n < 1 {
+		n = 1
+	}
+	return left / float64(n)
 }
 
 // Receive takes a message from a broker of this region or from another
@@ -302,8 +330,13 @@ type round struct {
 	fresh   []*cPeer          // the fresh ones
 	regions []*cPeer          // every region incarnation known
 	latest  map[string]*cPeer // each region's newest incarnation
-	out     map[peerKey]*Msg
-	c       *Coordinator
+	// active is each region's incarnation that rates deal with: the
+	// newest fresh one past relearning, else the newest (a new
+	// coordinator is acted on once it has been heard for two intervals;
+	// its predecessor, while it runs, until then).
+	active map[string]*cPeer
+	out    map[peerKey]*Msg
+	c      *Coordinator
 }
 
 // msg is the message to p this round.
@@ -344,8 +377,19 @@ func (c *Coordinator) latest() map[string]*cPeer {
 
 // round is the peers as they stand at now, with no messages yet.
 func (c *Coordinator) round(now time.Time) *round {
-	r := &round{now: now, latest: c.latest(), out: map[peerKey]*Msg{}, c: c,
+	r := &round{now: now, latest: c.latest(), active: map[string]*cPeer{}, out: map[peerKey]*Msg{}, c: c,
 		brokers: c.sortedPeers(false), regions: c.sortedPeers(true)}
+	for reg, p := range r.latest {
+		r.active[reg] = p
+	}
+	for _, p := range r.regions {
+		if !c.fresh(p, now) || c.relearning(p, now) {
+			continue
+		}
+		if a := r.active[p.region]; !c.fresh(a, now) || c.relearning(a, now) || p.term > a.term {
+			r.active[p.region] = p
+		}
+	}
 	for _, p := range r.brokers {
 		if c.fresh(p, now) {
 			r.fresh = append(r.fresh, p)
@@ -460,7 +504,7 @@ func (c *Coordinator) view(r *round, name string, l Limits, k Kind) regionView {
 			v.demand[i], v.rate[i] = d, a
 			continue
 		}
-		p := r.latest[reg]
+		p := r.active[reg]
 		if p != nil && p.last[name] != nil {
 			v.rate[i] = p.last[name].Rate[k]
 			if !k.Rate() {
@@ -541,12 +585,13 @@ func (c *Coordinator) tickRate(r *round, name string, l Limits, k Kind) {
 		share := math.Max(0, regionTotal-silent*base)
 		tau := Split(share, bstatic, bdemand, nil, c.cfg.MinShare)
 		wants := make([]float64, len(fb))
+		dust := 1e-9 * base // float rounding, not a lease
 		for i, b := range fb {
 			e := r.entry(b, name)
 			e.Rate[k] = meshRate
-			if tau[i] < base {
+			if tau[i] < base-dust {
 				wants[i] = base - tau[i]
-			} else if tau[i] > base {
+			} else if tau[i] > base+dust {
 				grants[b] = tau[i] - base
 			}
 		}
@@ -570,7 +615,7 @@ func (c *Coordinator) tickRate(r *round, name string, l Limits, k Kind) {
 	}
 	toRegions := map[*cPeer]float64{}
 	for i, reg := range v.names {
-		p := r.latest[reg]
+		p := r.active[reg]
 		if i == me || p == nil || v.demand[i] < 0 || excess <= 0 {
 			continue
 		}

@@ -62,7 +62,7 @@ func (c *Coordinator) Usage(tenant string, now time.Time) (Usage, bool) {
 					}
 					ru.Share = a
 				}
-			} else if p := r.latest[reg]; p != nil && c.fresh(p, now) {
+			} else if p := r.active[reg]; p != nil && c.fresh(p, now) {
 				ru.Reachable = true
 				if e := p.last[tenant]; e != nil && k.Rate() {
 					ru.Share = e.Allowance[k]

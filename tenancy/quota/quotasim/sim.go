@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -116,6 +117,7 @@ type Sim struct {
 	loss    map[[2]string]float64
 	// Counters of messages, for reports.
 	Sent, Lost, Delivered int
+	log                   []Sent
 	maxConns              int
 	connSamples           []connSample
 }
@@ -516,8 +518,18 @@ func (s *Sim) report(b *Broker) {
 	}
 }
 
+// Sent is a message sent, at the mesh's time.
+type Sent struct {
+	At  time.Duration
+	Msg *quota.Msg
+}
+
+// SentLog is every message sent so far, in order (lost ones included).
+func (s *Sim) SentLog() []Sent { return s.log }
+
 func (s *Sim) send(src string, m *quota.Msg) {
 	s.Sent++
+	s.log = append(s.log, Sent{At: s.now, Msg: m})
 	ev := &event{kind: evDeliver, wire: m.Encode(), to: m.To, term: m.ToTerm, src: src}
 	var dst string
 	if b := s.byAddr[m.To]; b != nil {
@@ -608,13 +620,22 @@ func (s *Sim) Rate(regionName string, from, to time.Duration) float64 {
 	return float64(s.Admitted(regionName, from, to)) / (to - from).Seconds()
 }
 
-// MaxWindow is the most publishes region's brokers ("" for all) admitted
-// in any window of length w starting in [from, to-w], and where the
+// MaxWindow is the most publishes region's brokers ("" for all)
+// admitted in any window of length w inside [from, to), and where the
 // first such window starts.
 func (s *Sim) MaxWindow(regionName string, w, from, to time.Duration) (int, time.Duration) {
+	if regionName == "" {
+		return s.MaxWindowIn(nil, w, from, to)
+	}
+	return s.MaxWindowIn([]string{regionName}, w, from, to)
+}
+
+// MaxWindowIn is MaxWindow for the brokers of regions together (nil:
+// all).
+func (s *Sim) MaxWindowIn(regions []string, w, from, to time.Duration) (int, time.Duration) {
 	var all []time.Duration
 	for _, b := range s.brokers {
-		if regionName != "" && b.Region != regionName {
+		if regions != nil && !slices.Contains(regions, b.Region) {
 			continue
 		}
 		lo := sort.Search(len(b.Admits), func(i int) bool { return b.Admits[i] >= from })
