@@ -83,6 +83,9 @@ type bTenant struct {
 	// allowance changes when a lease expires, with no call to say so, so
 	// the bucket is refilled at each rate in turn (sync).
 	synced [NumKinds]time.Time
+	// next is the first lease expiry after synced (zero: none): until
+	// then the bucket's rate is the allowance and Admit need not look.
+	next [NumKinds]time.Time
 	// cap is count k's cap: the newest one set by the coordinator of the
 	// highest term (capTerm, capSent: its term and Sent), kept after that
 	// coordinator goes quiet (the coordinators count it until a newer cap
@@ -140,6 +143,7 @@ func (b *Broker) SetTenant(tenant string, limits Limits, base [NumKinds]float64,
 		if !limits.Limited(k) {
 			t.buckets[k] = nil
 		}
+		b.sync(tenant, t, k, now)
 	}
 }
 
@@ -208,7 +212,11 @@ func (b *Broker) sync(name string, t *bTenant, k Kind, now time.Time) {
 	if now.After(t.synced[k]) {
 		t.synced[k] = now
 	}
+	t.next[k], _ = b.nextChange(name, k, t.synced[k], farFuture)
 }
+
+// farFuture is later than any lease.
+var farFuture = time.Unix(1<<62, 0)
 
 // Admit charges one publish of size bytes by tenant (at its origin: the
 // caller never charges a replicated copy) against its publish quotas. It
@@ -228,7 +236,9 @@ func (b *Broker) Admit(tenant string, size int, now time.Time) *Refusal {
 			continue
 		}
 		t.offered[k] += units[k]
-		b.sync(tenant, t, k, now)
+		if n := t.next[k]; !n.IsZero() && !now.Before(n) {
+			b.sync(tenant, t, k, now) // a lease expired since
+		}
 		if refused == nil && !bk.Allows(now) {
 			refused = &Refusal{Tenant: tenant, Kind: k, Limit: t.limits.Mesh[k], Use: t.mesh[k], Allowance: bk.Rate()}
 		}
