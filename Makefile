@@ -52,6 +52,7 @@ fuzz:
 	$(GO) test ./admin -run '^$$' -fuzz '^FuzzPathParams$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/bundle -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tenancy/store -run '^$$' -fuzz '^FuzzDecodeBatch$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./tenancy/quota -run '^$$' -fuzz '^FuzzDecodeMsg$$' -fuzztime $(FUZZTIME)
 
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 build:

@@ -85,7 +85,9 @@ type Entry struct {
 // message.
 var ErrBadMsg = errors.New("quota: bad message")
 
-// DecodeMsg parses a quota message: JSON, a From, no negative amounts.
+// DecodeMsg parses a quota message: JSON, a From, no negative amounts,
+// LendFor within an hour. Per-kind arrays longer than the kinds known are
+// cut (a newer peer's kinds); unknown fields are ignored.
 func DecodeMsg(b []byte) (*Msg, error) {
 	var m Msg
 	if err := json.Unmarshal(b, &m); err != nil {
