@@ -98,6 +98,15 @@
 // Epsilon computes ε. The same holds per region against its cap, with
 // the region's brokers as B.
 //
+// Outside the bound: a broker process that restarts forgets what it had
+// lent. Restarted within LeaseTTL of its last report, it admits its
+// static share while its coordinator's grants backed by the old
+// process's leases still run (at most LeaseTTL/2); a driver that waits
+// LeaseTTL before admitting on a restarted broker, or keeps its quota
+// state across the restart, avoids it. Limits lowered at run time apply
+// as leases are renewed (within LeaseTTL/2 for grants, LeaseTTL for
+// what brokers lend).
+//
 // The tests in this package check it over every one-second window of
 // simulated meshes (quotasim) with demand shifts, partitions, rejoins,
 // coordinator failovers, clock skew of ±5 s, loss and jitter.

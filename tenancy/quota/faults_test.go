@@ -80,14 +80,14 @@ func randomMesh(t *testing.T, rng *rand.Rand, seed int64, l quota.Limits) *quota
 // reordered), clock skew up to ±5 s, coordinator failovers and changing
 // offers: the rate bound holds over every 1 s window of each run.
 func TestRandomFaults(t *testing.T) {
-	for seed := int64(1); seed <= 5; seed++ {
+	for seed := int64(1); seed <= 3; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		l := rateLimits(1000)
 		if rng.Intn(2) == 0 {
 			l.Regions = map[string][quota.NumKinds]float64{"a": {quota.PublishRate: 300}}
 		}
 		s := randomMesh(t, rng, seed, l)
-		log := faults(s, rng, 20, true, func(r string) { s.Offer(r, float64(rng.Intn(2000))) })
+		log := faults(s, rng, 16, true, func(r string) { s.Offer(r, float64(rng.Intn(2000))) })
 		eps := s.Epsilon()
 		if n, at := s.MaxWindow("", time.Second, 0, s.Now()); float64(n) > 1000*(1+eps) {
 			t.Errorf("seed %d: %d admitted in the 1 s window from %v, over 1000 × (1+%.3f); steps:\n%v", seed, n, at, eps, log)
@@ -106,12 +106,12 @@ func TestRandomFaults(t *testing.T) {
 // region is the known slop of the package doc): the mesh never holds more
 // connections than the limit.
 func TestRandomFaultsCounts(t *testing.T) {
-	for seed := int64(1); seed <= 5; seed++ {
+	for seed := int64(1); seed <= 3; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		var l quota.Limits
 		l.Mesh[quota.Connections] = float64(10 + rng.Intn(200))
 		s := randomMesh(t, rng, seed, l)
-		log := faults(s, rng, 20, false, func(r string) {
+		log := faults(s, rng, 16, false, func(r string) {
 			s.Connect(r, float64(rng.Intn(200)), time.Duration(rng.Intn(5000))*time.Millisecond)
 		})
 		if n := s.MaxConns("", 0, s.Now()); float64(n) > l.Mesh[quota.Connections] {
