@@ -49,14 +49,27 @@ type Broker struct {
 
 	mu      sync.Mutex
 	tenants map[string]*bTenant
-	coords  map[string]*bCoord // by From: normally one, two across a coordinator change
+	// coords are the coordinators heard from within the lease TTL, by
+	// name and term: normally one, two across a coordinator change (each
+	// incarnation is a party of its own, with its own clock to echo).
+	coords map[coordKey]*bCoord
+	// terms is the highest term heard from each coordinator name: caps
+	// from a lower one are ignored from then on (the newer coordinator
+	// counts this broker's caps from its reports and no others).
+	terms map[string]uint64
+}
+
+// coordKey names one incarnation of a region's coordinator.
+type coordKey struct {
+	from string
+	term uint64
 }
 
 type bTenant struct {
 	limits Limits
 	// base is this broker's static share per kind: the region's static
 	// share divided by the region's brokers (rates: units/s; counts:
-	// the cap used without a coordinator).
+	// the cap used before a coordinator sets one).
 	base     [NumKinds]float64
 	buckets  [NumKinds]*tokenbucket.Bucket
 	offered  [NumKinds]float64
@@ -66,11 +79,25 @@ type bTenant struct {
 	// mesh is the mesh-wide rate (rates) or use (counts) the coordinator
 	// last reported, for refusals.
 	mesh [NumKinds]float64
+	// synced is when buckets[k]'s rate was last brought up to date: the
+	// allowance changes when a lease expires, with no call to say so, so
+	// the bucket is refilled at each rate in turn (sync).
+	synced [NumKinds]time.Time
+	// next is the first lease expiry after synced (zero: none): until
+	// then the bucket's rate is the allowance and Admit need not look.
+	next [NumKinds]time.Time
+	// cap is count k's cap: the newest one set by the coordinator of the
+	// highest term (capTerm, capSent: its term and Sent), kept after that
+	// coordinator goes quiet (the coordinators count it until a newer cap
+	// replaces it); hasCap false: none yet, floor(base) applies.
+	cap     [NumKinds]float64
+	capTerm [NumKinds]uint64
+	capSent [NumKinds]int64
+	hasCap  [NumKinds]bool
 }
 
 // bCoord is what the broker holds from and gives to one coordinator.
 type bCoord struct {
-	term uint64
 	sent int64     // its last Sent (to echo)
 	seen time.Time // when its last message arrived
 	per  map[string]*bCoordTenant
@@ -80,14 +107,12 @@ type bCoordTenant struct {
 	borrowed [NumKinds]leases // leases from the coordinator
 	lent     [NumKinds]leases // leases to the coordinator
 	want     [NumKinds]float64
-	cap      [NumKinds]float64
-	hasCap   [NumKinds]bool
 }
 
 // NewBroker is a broker's quota state with no tenants.
 func NewBroker(cfg BrokerConfig) *Broker {
 	cfg.fill()
-	return &Broker{cfg: cfg, tenants: map[string]*bTenant{}, coords: map[string]*bCoord{}}
+	return &Broker{cfg: cfg, tenants: map[string]*bTenant{}, coords: map[coordKey]*bCoord{}, terms: map[string]uint64{}}
 }
 
 // SetTenant sets tenant's limits and this broker's static share of each
@@ -110,13 +135,15 @@ func (b *Broker) SetTenant(tenant string, limits Limits, base [NumKinds]float64,
 		b.tenants[tenant] = t
 	}
 	t.limits, t.base = limits, base
-	for _, k := range []Kind{PublishRate, PublishBytes} {
+	for _, k := range rateKinds {
 		if limits.Limited(k) && t.buckets[k] == nil {
 			t.buckets[k] = tokenbucket.New(0, b.cfg.Depth, now)
+			t.synced[k] = now
 		}
 		if !limits.Limited(k) {
 			t.buckets[k] = nil
 		}
+		b.sync(tenant, t, k, now)
 	}
 }
 
@@ -126,6 +153,9 @@ func (b *Broker) DropTenant(tenant string) {
 	delete(b.tenants, tenant)
 	b.mu.Unlock()
 }
+
+// rateKinds are the leased kinds.
+var rateKinds = [...]Kind{PublishRate, PublishBytes}
 
 // allowance is t's rate allowance for k at now: its static share, less
 // what it lends, plus what it borrows, from every coordinator.
@@ -139,6 +169,55 @@ func (b *Broker) allowance(name string, t *bTenant, k Kind, now time.Time) float
 	return math.Max(0, a)
 }
 
+// nextChange is the first lease expiry of t's rate k in (after, upto]:
+// where its allowance changes with no call to say so.
+func (b *Broker) nextChange(name string, k Kind, after, upto time.Time) (time.Time, bool) {
+	var next time.Time
+	ok := false
+	scan := func(l leases) {
+		for _, h := range l {
+			if h.until.After(after) && !h.until.After(upto) && (!ok || h.until.Before(next)) {
+				next, ok = h.until, true
+			}
+		}
+	}
+	for _, c := range b.coords {
+		if ct := c.per[name]; ct != nil {
+			scan(ct.borrowed[k])
+			scan(ct.lent[k])
+		}
+	}
+	return next, ok
+}
+
+// sync brings t's bucket for k to now at the allowance in force at each
+// moment since it was last synced: a bucket refills at the rate set last,
+// so without the steps a lease that expired since the last publish would
+// be paid for at the old rate (over the window bound when the allowance
+// fell).
+func (b *Broker) sync(name string, t *bTenant, k Kind, now time.Time) {
+	bk := t.buckets[k]
+	if bk == nil {
+		return
+	}
+	for {
+		next, ok := b.nextChange(name, k, t.synced[k], now)
+		if !ok {
+			break
+		}
+		bk.SetRate(b.allowance(name, t, k, next), next)
+		t.synced[k] = next
+	}
+	bk.SetRate(b.allowance(name, t, k, now), now)
+	if now.After(t.synced[k]) {
+		t.synced[k] = now
+	}
+	t.next[k], _ = b.nextChange(name, k, t.synced[k], farFuture)
+}
+
+// farFuture is later than any lease.
+var farFuture = time.Unix(1<<62, 0)
+
 // Admit charges one publish of size bytes by tenant (at its origin: the
 // caller never charges a replicated copy) against its publish quotas. It
 // returns nil when admitted, or the refusal naming the quota.
@@ -151,13 +230,15 @@ func (b *Broker) Admit(tenant string, size int, now time.Time) *Refusal {
 	}
 	units := [NumKinds]float64{PublishRate: 1, PublishBytes: float64(size)}
 	var refused *Refusal
-	for _, k := range []Kind{PublishRate, PublishBytes} {
+	for _, k := range rateKinds {
 		bk := t.buckets[k]
 		if bk == nil {
 			continue
 		}
 		t.offered[k] += units[k]
-		bk.SetRate(b.allowance(tenant, t, k, now), now)
+		if n := t.next[k]; !n.IsZero() && !now.Before(n) {
+			b.sync(tenant, t, k, now) // a lease expired since
+		}
 		if refused == nil && !bk.Allows(now) {
 			refused = &Refusal{Tenant: tenant, Kind: k, Limit: t.limits.Mesh[k], Use: t.mesh[k], Allowance: bk.Rate()}
 		}
@@ -165,7 +246,7 @@ func (b *Broker) Admit(tenant string, size int, now time.Time) *Refusal {
 	if refused != nil {
 		return refused
 	}
-	for _, k := range []Kind{PublishRate, PublishBytes} {
+	for _, k := range rateKinds {
 		if bk := t.buckets[k]; bk != nil {
 			bk.Take(units[k], now)
 			t.admitted[k] += units[k]
@@ -174,24 +255,13 @@ func (b *Broker) Admit(tenant string, size int, now time.Time) *Refusal {
 	return nil
 }
 
-// capOf is the most t's count k may reach on this broker at now: the cap
-// from the newest coordinator heard from within the lease TTL, else the
-// static share.
-func (b *Broker) capOf(name string, t *bTenant, k Kind, now time.Time) float64 {
-	var best *bCoord
-	for _, c := range b.coords {
-		ct := c.per[name]
-		if ct == nil || !ct.hasCap[k] || now.Sub(c.seen) > b.cfg.LeaseTTL {
-			continue
-		}
-		if best == nil || c.term > best.term {
-			best = c
-		}
+// capOf is the most t's count k may reach on this broker: the newest cap
+// from the coordinator of the highest term, else the static share.
+func (b *Broker) capOf(t *bTenant, k Kind) float64 {
+	if t.hasCap[k] {
+		return t.cap[k]
 	}
-	if best == nil {
-		return math.Floor(t.base[k])
-	}
-	return best.per[name].cap[k]
+	return math.Floor(t.base[k])
 }
 
 // Acquire takes one unit of count k (a connection) for tenant if its cap
@@ -203,7 +273,7 @@ func (b *Broker) Acquire(tenant string, k Kind, now time.Time) *Refusal {
 	if t == nil || !t.limits.Limited(k) {
 		return nil
 	}
-	if c := b.capOf(tenant, t, k, now); t.use[k]+1 > c {
+	if c := b.capOf(t, k); t.use[k]+1 > c {
 		t.refused[k]++
 		return &Refusal{Tenant: tenant, Kind: k, Limit: t.limits.Mesh[k], Use: math.Max(t.mesh[k], t.use[k])}
 	}
@@ -249,7 +319,7 @@ func (b *Broker) Check(tenant string, k Kind, n float64, now time.Time) *Refusal
 		}
 		return nil
 	}
-	if t.use[k]+n > b.capOf(tenant, t, k, now) {
+	if t.use[k]+n > b.capOf(t, k) {
 		t.refused[k]++
 		return &Refusal{Tenant: tenant, Kind: k, Limit: t.limits.Mesh[k], Use: math.Max(t.mesh[k], t.use[k])}
 	}
@@ -269,45 +339,73 @@ func (b *Broker) HandOver(now time.Time) []*Msg {
 	return b.Report(now)
 }
 
+// entry is t's report: cumulative publish counts, counts, the caps it
+// holds, its allowances at now.
+func (b *Broker) entry(name string, t *bTenant, now time.Time) *Entry {
+	e := &Entry{Offered: t.offered, Admitted: t.admitted, Use: t.use, Refused: t.refused}
+	for k := range NumKinds {
+		switch {
+		case k.Rate() && t.buckets[k] != nil:
+			e.Allowance[k] = b.allowance(name, t, k, now)
+		case !k.Rate() && k != Storage && t.limits.Limited(k):
+			e.Cap[k] = b.capOf(t, k)
+		}
+	}
+	return e
+}
+
 // Report is the broker's message to each coordinator heard from within
-// the lease TTL (none before the first): its cumulative publish counts,
-// its counts, its allowances, and the leases its coordinator asked for
-// (at most its static share in all), reserved from now for LeaseTTL.
+// the lease TTL (none before the first; To names it): its cumulative
+// publish counts, its counts and caps, its allowances, and the leases
+// its coordinator asked for (at most its static share in all, over
+// every coordinator), reserved until LeaseTTL after the coordinator's
+// message it echoes arrived.
 func (b *Broker) Report(now time.Time) []*Msg {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var out []*Msg
-	for from, c := range b.coords {
-		if now.Sub(c.seen) > b.cfg.LeaseTTL {
-			delete(b.coords, from)
+	// Bring every bucket to now before the leases change.
+	for name, t := range b.tenants {
+		for _, k := range rateKinds {
+			b.sync(name, t, k, now)
 		}
 	}
-	coords := make([]string, 0, len(b.coords))
-	for from := range b.coords {
-		coords = append(coords, from)
+	for key, c := range b.coords {
+		// A coordinator's leases are valid at it until its echoed Sent +
+		// LeaseTTL at most, which is before c.seen + LeaseTTL here: past
+		// that nothing of ours is held there, and it is forgotten.
+		if now.Sub(c.seen) > b.cfg.LeaseTTL {
+			delete(b.coords, key)
+		}
+	}
+	keys := make([]coordKey, 0, len(b.coords))
+	for key := range b.coords {
+		keys = append(keys, key)
 	}
 	// The newest term first: it gets the leases it asks for before an
 	// old coordinator that has not stepped down yet.
-	sort.Slice(coords, func(i, j int) bool { return b.coords[coords[i]].term > b.coords[coords[j]].term })
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].term != keys[j].term {
+			return keys[i].term > keys[j].term
+		}
+		return keys[i].from < keys[j].from
+	})
+	out := make([]*Msg, 0, len(keys))
 	lentNow := map[string]*[NumKinds]float64{}
-	for _, from := range coords {
-		c := b.coords[from]
-		m := &Msg{From: "broker/" + b.cfg.ID, Sent: nanos(now), Echo: c.sent, Tenants: map[string]*Entry{}}
+	for _, key := range keys {
+		c := b.coords[key]
+		m := &Msg{From: "broker/" + b.cfg.ID, Sent: nanos(now), Echo: c.sent, To: key.from, ToTerm: key.term, Tenants: map[string]*Entry{}}
 		for name, t := range b.tenants {
-			e := &Entry{Offered: t.offered, Admitted: t.admitted, Use: t.use, Refused: t.refused}
-			for _, k := range []Kind{PublishRate, PublishBytes} {
-				if t.buckets[k] != nil {
-					e.Allowance[k] = b.allowance(name, t, k, now)
-				}
-			}
+			e := b.entry(name, t, now)
 			if ct := c.per[name]; ct != nil {
 				ln := lentNow[name]
 				if ln == nil {
 					ln = &[NumKinds]float64{}
 					lentNow[name] = ln
 				}
-				for _, k := range []Kind{PublishRate, PublishBytes} {
-					if ct.want[k] <= 0 || t.buckets[k] == nil {
+				for _, k := range rateKinds {
+					// A superseded coordinator gets no new leases: what it
+					// holds lapses, and its successor asks for its own.
+					if ct.want[k] <= 0 || t.buckets[k] == nil || key.term < b.terms[key.from] {
 						continue
 					}
 					// Leases to other coordinators still running count
@@ -320,7 +418,11 @@ func (b *Broker) Report(now time.Time) []*Msg {
 					}
 					give := math.Max(0, math.Min(ct.want[k], t.base[k]-others-ln[k]))
 					if give > 0 {
-						ct.lent[k].add(give, now.Add(b.cfg.LeaseTTL))
+						// Valid at the coordinator until its echoed Sent +
+						// LeaseTTL, on its clock: that Sent came before
+						// c.seen, so the lease is reserved here until c.seen
+						// + LeaseTTL, on this broker's clock.
+						ct.lent[k].addMade(give, c.seen.Add(b.cfg.LeaseTTL), now)
 						ln[k] += give
 						e.Lend[k], e.LendFor[k] = give, int64(b.cfg.LeaseTTL)
 					}
@@ -330,18 +432,24 @@ func (b *Broker) Report(now time.Time) []*Msg {
 		}
 		out = append(out, m)
 	}
+	// What was lent is no longer this broker's from now.
+	for name, t := range b.tenants {
+		for _, k := range rateKinds {
+			b.sync(name, t, k, now)
+		}
+	}
 	return out
 }
 
 // Hello is the broker's first message to a coordinator it has not heard
 // from (from a coordinator's announcement), so that the coordinator
-// learns it: a report with no leases.
+// learns it: a report with no leases. The caller sets To.
 func (b *Broker) Hello(now time.Time) *Msg {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	m := &Msg{From: "broker/" + b.cfg.ID, Sent: nanos(now), Tenants: map[string]*Entry{}}
 	for name, t := range b.tenants {
-		m.Tenants[name] = &Entry{Offered: t.offered, Admitted: t.admitted, Use: t.use, Refused: t.refused}
+		m.Tenants[name] = b.entry(name, t, now)
 	}
 	return m
 }
@@ -352,15 +460,20 @@ func (b *Broker) Hello(now time.Time) *Msg {
 func (b *Broker) Receive(m *Msg, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	c := b.coords[m.From]
+	key := coordKey{m.From, m.Term}
+	c := b.coords[key]
 	if c == nil {
 		c = &bCoord{per: map[string]*bCoordTenant{}}
-		b.coords[m.From] = c
+		b.coords[key] = c
 	}
 	if m.Sent < c.sent {
 		return // reordered: an older message
 	}
-	c.term, c.sent, c.seen = m.Term, m.Sent, now
+	c.sent, c.seen = m.Sent, now
+	if m.Term > b.terms[m.From] {
+		b.terms[m.From] = m.Term
+	}
+	newest := m.Term >= b.terms[m.From]
 	echo := fromNanos(m.Echo)
 	for name, e := range m.Tenants {
 		t := b.tenants[name]
@@ -374,15 +487,33 @@ func (b *Broker) Receive(m *Msg, now time.Time) {
 		}
 		for k := range NumKinds {
 			if k.Rate() {
+				if t.buckets[k] != nil {
+					b.sync(name, t, k, now)
+				}
 				ct.want[k] = e.Want[k]
+				if !echo.IsZero() {
+					// A release: the coordinator counts the leases it had
+					// (those of reports up to the echo) only up to Want.
+					ct.lent[k].clip(e.Want[k], echo)
+				}
 				if e.Lend[k] > 0 && !echo.IsZero() {
 					ct.borrowed[k].add(e.Lend[k], echo.Add(time.Duration(e.LendFor[k])))
 				}
 				t.mesh[k] = e.Rate[k]
+				if t.buckets[k] != nil {
+					b.sync(name, t, k, now)
+				}
 				continue
 			}
-			ct.cap[k], ct.hasCap[k] = e.Cap[k], true
 			t.mesh[k] = e.Use[k]
+			if k == Storage || !t.limits.Limited(k) || e.Caps&(1<<k) == 0 || !newest {
+				continue
+			}
+			// The newest cap of the highest term wins; an older term's
+			// is ignored once a newer one has set one.
+			if !t.hasCap[k] || m.Term > t.capTerm[k] || (m.Term == t.capTerm[k] && m.Sent >= t.capSent[k]) {
+				t.cap[k], t.capTerm[k], t.capSent[k], t.hasCap[k] = e.Cap[k], m.Term, m.Sent, true
+			}
 		}
 	}
 }
@@ -397,4 +528,16 @@ func (b *Broker) Allowance(tenant string, k Kind, now time.Time) (float64, bool)
 		return 0, false
 	}
 	return b.allowance(tenant, t, k, now), true
+}
+
+// Cap is tenant's cap on count k on this broker (the most its use may
+// reach), and whether k is limited with a cap (storage has none).
+func (b *Broker) Cap(tenant string, k Kind) (float64, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.tenants[tenant]
+	if t == nil || k.Rate() || k == Storage || !t.limits.Limited(k) {
+		return 0, false
+	}
+	return b.capOf(t, k), true
 }

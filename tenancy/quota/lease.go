@@ -1,6 +1,9 @@
 package quota
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // held is an amount valid until a time (the holder's clock): a lease
 // received (usable before until) or a commitment made (reserved before
@@ -8,6 +11,7 @@ import "time"
 type held struct {
 	amount float64
 	until  time.Time
+	made   time.Time // when made (the lender's leases: its clock), for clip
 }
 
 // leases is a set of leases to or from one peer for one quota; its
@@ -21,11 +25,24 @@ type held struct {
 type leases []held
 
 // add records amount valid until until; amounts ≤ 0 are not recorded.
-func (l *leases) add(amount float64, until time.Time) {
+func (l *leases) add(amount float64, until time.Time) { l.addMade(amount, until, time.Time{}) }
+
+// addMade is add for a lease made at made.
+func (l *leases) addMade(amount float64, until, made time.Time) {
 	if amount <= 0 {
 		return
 	}
-	*l = append(*l, held{amount, until})
+	*l = append(*l, held{amount, until, made})
+}
+
+// clip lowers every lease made at or before by (every lease, by zero)
+// to at most amount: a release (see Entry.Want).
+func (l leases) clip(amount float64, by time.Time) {
+	for i := range l {
+		if by.IsZero() || !l[i].made.After(by) {
+			l[i].amount = math.Min(l[i].amount, amount)
+		}
+	}
 }
 
 // at is the largest amount valid at t (until after t), pruning the
@@ -44,12 +61,12 @@ func (l *leases) at(t time.Time) float64 {
 	return best
 }
 
-// through is the largest amount valid through e (until at or after e),
-// without pruning.
-func (l leases) through(e time.Time) float64 {
+// validAt is the largest amount valid at t (until after t), without
+// pruning.
+func (l leases) validAt(t time.Time) float64 {
 	var best float64
 	for _, h := range l {
-		if !h.until.Before(e) {
+		if h.until.After(t) {
 			best = max(best, h.amount)
 		}
 	}

@@ -19,8 +19,16 @@ type Msg struct {
 	From string `json:"from"`
 	// Term is a coordinator's election term (0 from brokers): a new
 	// coordinator is a new party, so its peers' leases to the old one
-	// stay reserved until they expire.
+	// stay reserved until they expire. Every incarnation of a region's
+	// coordinator needs a term of its own (an election's revision).
 	Term uint64 `json:"term,omitempty"`
+	// To is the receiver ("broker/<id>" or "region/<name>"): the driver
+	// routes by it. ToTerm is the receiving coordinator's term as the
+	// sender knows it (0: unknown, or a broker): a coordinator of another
+	// term takes the message but not its Echo or leases, which were meant
+	// for another incarnation and another clock.
+	To     string `json:"to,omitempty"`
+	ToTerm uint64 `json:"to_term,omitempty"`
 	// Sent is the sender's clock when it sent the message.
 	Sent int64 `json:"sent"`
 	// Echo is the receiver's Sent of the newest message from it that the
@@ -53,11 +61,21 @@ type Entry struct {
 	// the receiver until Msg.Echo + LendFor (nanoseconds).
 	Lend    [NumKinds]float64 `json:"lend,omitempty"`
 	LendFor [NumKinds]int64   `json:"lend_for,omitempty"`
-	// Want (units/s) asks the receiving broker to lend this much of its
-	// static share to the coordinator (coordinator → broker).
+	// Want (rates, units/s) asks the receiving broker to lend this much
+	// of its static share to the coordinator (coordinator → broker), and
+	// releases the rest: the coordinator counts the broker's leases it
+	// had (those of reports up to Echo) only up to Want from the moment
+	// it sends, so the broker may lower them to Want when it receives it.
+	// Between coordinators (counts) it is the room the sender proposed
+	// and has not handed out yet.
 	Want [NumKinds]float64 `json:"want,omitempty"`
-	// Cap is the most a broker's count may reach (coordinator → broker).
-	Cap [NumKinds]float64 `json:"cap,omitempty"`
+	// Cap is a count's cap: from a coordinator to a broker, the cap it
+	// sets (for the kinds whose bit 1<<k is set in Caps; the others keep
+	// theirs); from a broker, the cap it holds; between coordinators, the
+	// count the sender's region reserves (its brokers' caps and use),
+	// with Use and Want, for the kinds whose bit is set in Caps.
+	Cap  [NumKinds]float64 `json:"cap,omitempty"`
+	Caps uint8             `json:"caps,omitempty"`
 	// Refused is a count of refusals since the sender started (counts:
 	// demand for room).
 	Refused [NumKinds]float64 `json:"refused,omitempty"`
@@ -67,7 +85,9 @@ type Entry struct {
 // message.
 var ErrBadMsg = errors.New("quota: bad message")
 
-// DecodeMsg parses a quota message: JSON, a From, no negative amounts.
+// DecodeMsg parses a quota message: JSON, a From, no negative amounts,
+// LendFor within an hour. Per-kind arrays longer than the kinds known are
+// cut (a newer peer's kinds); unknown fields are ignored.
 func DecodeMsg(b []byte) (*Msg, error) {
 	var m Msg
 	if err := json.Unmarshal(b, &m); err != nil {

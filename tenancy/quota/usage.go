@@ -42,34 +42,27 @@ func (c *Coordinator) Usage(tenant string, now time.Time) (Usage, bool) {
 		return Usage{}, false
 	}
 	u := Usage{Tenant: tenant}
-	brokers := c.sortedPeers(false)
-	regions := c.sortedPeers(true)
-	byRegion := map[string]*cPeer{}
-	for _, p := range regions {
-		byRegion[p.region] = p
-	}
+	r := c.round(now)
 	for k := range NumKinds {
 		if !l.Limited(k) {
 			continue
 		}
-		v := c.view(tenant, l, k, now, brokers, regions)
+		v := c.view(r, tenant, l, k)
 		q := QuotaUsage{Quota: k.String(), Unit: k.Unit(), Limit: l.Mesh[k]}
-		for i, r := range v.names {
-			ru := RegionUsage{Region: r, Use: v.rate[i], Cap: v.caps[i], Share: v.static[i]}
+		for i, reg := range v.names {
+			ru := RegionUsage{Region: reg, Use: v.rate[i], Cap: v.caps[i], Share: v.static[i]}
 			if i == v.me {
 				ru.Reachable = true
 				if k.Rate() {
 					var a float64
-					for _, b := range brokers {
-						if c.fresh(b, now) {
-							if e := b.last[tenant]; e != nil {
-								a += e.Allowance[k]
-							}
+					for _, b := range r.fresh {
+						if e := b.last[tenant]; e != nil {
+							a += e.Allowance[k]
 						}
 					}
 					ru.Share = a
 				}
-			} else if p := byRegion[r]; p != nil && c.fresh(p, now) {
+			} else if p := r.active[reg]; p != nil && c.fresh(p, now) {
 				ru.Reachable = true
 				if e := p.last[tenant]; e != nil && k.Rate() {
 					ru.Share = e.Allowance[k]
