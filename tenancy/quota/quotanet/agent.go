@@ -315,9 +315,14 @@ func (a *Agent) report(msgs []*quota.Msg) {
 		}
 		msgs = []*quota.Msg{a.b.Hello(a.clock())}
 	}
-	subj := []byte(coordSubject(a.cfg.Region, term))
 	for _, m := range msgs {
-		a.bus.PublishInternal(subj, nil, nil, m.Encode())
+		// A report names its coordinator's term (ToTerm); a hello goes
+		// to the newest.
+		t := m.ToTerm
+		if t == 0 {
+			m.To, m.ToTerm, t = "region/"+a.cfg.Region, term, term
+		}
+		a.bus.PublishInternal([]byte(coordSubject(a.cfg.Region, t)), nil, nil, m.Encode())
 	}
 }
 

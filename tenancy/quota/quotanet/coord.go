@@ -266,32 +266,12 @@ type leader struct {
 	peers   map[string]*peerSent
 }
 
-// peerSent is what the driver remembers of a peer to address the core's
-// messages: the core's Tick returns one message per reachable peer
-// without naming it, each echoing the newest Sent it accepted from that
-// peer, so the driver keeps each peer's recent Sents and sends a message
-// to the one peer whose Sents hold its Echo (none or several: the
-// message is not sent; a lost message is safe, the next round repairs
-// it). term is a region peer's newest term.
+// peerSent is what the driver remembers of a peer: a region peer's
+// newest term (to drop an older coordinator's messages while the newer
+// is heard from) and when it was last heard.
 type peerSent struct {
-	term  uint64
-	sents [8]int64
-	next  int
-	at    time.Time
-}
-
-func (p *peerSent) add(s int64) {
-	p.sents[p.next] = s
-	p.next = (p.next + 1) % len(p.sents)
-}
-
-func (p *peerSent) has(s int64) bool {
-	for _, v := range p.sents {
-		if v == s {
-			return true
-		}
-	}
-	return false
+	term uint64
+	at   time.Time
 }
 
 func (lc *leader) handle(in inbound) {
@@ -323,7 +303,6 @@ func (lc *leader) handle(in inbound) {
 	if in.hello {
 		m = &quota.Msg{From: m.From, Term: m.Term, Sent: m.Sent}
 	}
-	p.add(m.Sent)
 	p.at = now
 	lc.core.Receive(m, now)
 }
@@ -373,19 +352,20 @@ func (lc *leader) tick() {
 	r := c.cfg.Region
 	sent := map[string]bool{}
 	for _, m := range lc.core.Tick(now) {
-		to := lc.route(m)
-		if to == "" {
-			c.unrouted.Add(1)
-			continue
-		}
-		if id, ok := strings.CutPrefix(to, "broker/"); ok {
+		// The core names each message's receiver (To; ToTerm for another
+		// region's coordinator).
+		if id, ok := strings.CutPrefix(m.To, "broker/"); ok {
 			c.bus.PublishInternal([]byte(brokerSubject(r, id)), nil, nil, m.Encode())
 			continue
 		}
-		remote := strings.TrimPrefix(to, "region/")
+		remote, ok := strings.CutPrefix(m.To, "region/")
+		if !ok || remote == r {
+			c.unrouted.Add(1)
+			continue
+		}
 		if c.cfg.WAN != nil {
 			sent[remote] = true
-			_ = c.cfg.WAN(remote, wanSubject(remote, lc.peers[to].term), m.Encode())
+			_ = c.cfg.WAN(remote, wanSubject(remote, m.ToTerm), m.Encode())
 		}
 	}
 	hello := (&quota.Msg{From: lc.core.From(), Term: lc.term, Sent: now.UnixNano()}).Encode()
@@ -405,22 +385,4 @@ func (lc *leader) tick() {
 		}
 	}
 	c.usage.Store(&usage)
-}
-
-// route is the peer m is for ("broker/<id>" or "region/<name>"), "" when
-// no single peer sent the Sent it echoes.
-func (lc *leader) route(m *quota.Msg) string {
-	if m.Echo == 0 {
-		return ""
-	}
-	to := ""
-	for from, p := range lc.peers {
-		if p.has(m.Echo) {
-			if to != "" {
-				return ""
-			}
-			to = from
-		}
-	}
-	return to
 }
