@@ -23,18 +23,16 @@
 //
 // # Addressing
 //
-// The core's messages do not name their receiver, and a region's
-// coordinators of two terms share one sender name ("region/<name>").
-// So: a broker reports to the newest term it has heard of on that term's
-// own subject (coord.<term>), and drops messages of older terms; a
-// coordinator sends each message of its Tick to the one peer whose recent
-// Sent values hold the message's Echo (the core echoes the newest Sent it
-// accepted from the receiver), and drops a message it cannot place; a
-// WAN message goes to the receiving region's newest term (wan.<term>),
-// and a coordinator that knows of no term of a region sends it a hello
-// (wan.0, no tenants) each Interval, as it announces itself to its own
-// brokers (leader). A dropped message only loses that round's leases:
-// the core never relies on a message arriving.
+// The core names each message's receiver (To, and ToTerm for a
+// coordinator of a given term). A broker's report goes to its
+// coordinator's term's own subject (coord.<term>); a hello, to the
+// newest term it has heard of. A coordinator sends each message of its
+// Tick to the broker it names (broker.<id>) or over the WAN to the
+// region and term it names (wan.<term>); a coordinator that knows of no
+// term of a region sends it a hello (wan.0, no tenants) each Interval,
+// as it announces itself to its own brokers (leader). A dropped message
+// only loses that round's leases: the core never relies on a message
+// arriving.
 //
 // # Time
 //
