@@ -65,8 +65,9 @@ func natsAuthMesh(t *testing.T, name string, regions []string) (topo, sysCreds s
 // TestNATSUsersAcrossRegions: on a 2-region mesh with auth.nats, a user
 // added through the CLI in r1 connects with nats.UserCredentials in both
 // regions and publishes and subscribes; a client without credentials is
-// refused; after `revoke` the user's live connections in both regions are
-// closed and a reconnect is refused.
+// refused; the tenant's connections quota holds mesh-wide
+// (connectionQuota); after `revoke` the user's live connections in both
+// regions are closed and a reconnect is refused.
 func TestNATSUsersAcrossRegions(t *testing.T) {
 	regions := []string{"r1", "r2"}
 	topo, _ := natsAuthMesh(t, "natsusers", regions)
@@ -128,6 +129,7 @@ func TestNATSUsersAcrossRegions(t *testing.T) {
 		}
 		return strings.Contains(out, "alice")
 	})
+	connectionQuota(t, c, creds, conns)
 	revoked := time.Now()
 	if out, errOut, code = strata(t, "admin", "tenants", "users", "revoke", "acme", "alice", "--url", c.regions["r1"].brokers["b1"].report.Admin, "--token", superToken); code != 0 {
 		t.Fatalf("users revoke: %d\n%s\n%s", code, out, errOut)
@@ -148,4 +150,66 @@ func TestNATSUsersAcrossRegions(t *testing.T) {
 			t.Fatalf("%s: reconnect refused with %v, want an authorization violation", r, err)
 		}
 	}
+}
+
+// connectionQuota: tenant acme, with one connection open in each region,
+// gets a mesh-wide connections quota of 4: two more connections in r1
+// are accepted, the next are refused at CONNECT with an error naming the
+// quota, and closing one lets a new one in.
+func connectionQuota(t *testing.T, c *geoCluster, creds string, open map[string]*nats.Conn) {
+	t.Helper()
+	c.mustAdmin(t, "r1", http.MethodPut, "/admin/v1/tenants/acme", superToken, `{"quotas": {"connections": 4}}`, http.StatusOK)
+	url := strings.Join(c.regions["r1"].urls(), ",")
+	dial := func() (*nats.Conn, error) {
+		return nats.Connect(url, nats.UserCredentials(creds), nats.Timeout(2*time.Second), nats.MaxReconnects(0))
+	}
+	var extra []*nats.Conn
+	defer func() {
+		for _, nc := range extra {
+			nc.Close()
+		}
+	}()
+	var lastErr error
+	waitFor(t, "two more connections of acme accepted", 30*time.Second, func() bool {
+		nc, err := dial()
+		if err != nil {
+			lastErr = err
+			time.Sleep(200 * time.Millisecond)
+		} else {
+			extra = append(extra, nc)
+		}
+		return len(extra) == 2
+	})
+	t.Logf("%d connections open mesh-wide; a refusal on the way: %v", len(open)+len(extra), lastErr)
+	for i := 0; i < 5; i++ {
+		nc, err := dial()
+		if err == nil {
+			extra = append(extra, nc)
+			t.Fatalf("connection %d of acme accepted over its quota of 4", len(open)+len(extra))
+		}
+		if !strings.Contains(err.Error(), "maximum connections exceeded") || !strings.Contains(err.Error(), "connections quota") {
+			t.Fatalf("refused with %v, want the connections quota named", err)
+		}
+		lastErr = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("over the quota: %v", lastErr)
+	var usage string
+	defer func() { t.Logf("usage: %s", usage) }()
+	waitFor(t, "acme's usage shows its 4 connections", 10*time.Second, func() bool {
+		usage = string(c.mustAdmin(t, "r1", http.MethodGet, "/admin/v1/tenants/acme/usage", superToken, "", http.StatusOK))
+		return strings.Contains(usage, `"quota":"connections","unit":"connections","limit":4,"use":4`)
+	})
+	t.Logf("usage: %s", usage)
+	extra[0].Close()
+	extra = extra[1:]
+	waitFor(t, "a connection accepted once one closed", 30*time.Second, func() bool {
+		nc, err := dial()
+		if err != nil {
+			time.Sleep(200 * time.Millisecond)
+			return false
+		}
+		extra = append(extra, nc)
+		return true
+	})
 }

@@ -49,6 +49,10 @@ type Broker struct {
 
 	mu      sync.Mutex
 	tenants map[string]*bTenant
+	// held counts what Acquire took per tenant, limited or not (the
+	// connections open before a tenant got a quota count once it has
+	// one); entries at zero are dropped.
+	held map[string]*[NumKinds]float64
 	// coords are the coordinators heard from within the lease TTL, by
 	// name and term: normally one, two across a coordinator change (each
 	// incarnation is a party of its own, with its own clock to echo).
@@ -77,8 +81,10 @@ type bTenant struct {
 	use      [NumKinds]float64
 	refused  [NumKinds]float64
 	// mesh is the mesh-wide rate (rates) or use (counts) the coordinator
-	// last reported, for refusals.
-	mesh [NumKinds]float64
+	// last reported, for refusals; reported is this broker's use in its
+	// last report (the mesh figure is at most that recent).
+	mesh     [NumKinds]float64
+	reported [NumKinds]float64
 	// synced is when buckets[k]'s rate was last brought up to date: the
 	// allowance changes when a lease expires, with no call to say so, so
 	// the bucket is refilled at each rate in turn (sync).
@@ -112,7 +118,7 @@ type bCoordTenant struct {
 // NewBroker is a broker's quota state with no tenants.
 func NewBroker(cfg BrokerConfig) *Broker {
 	cfg.fill()
-	return &Broker{cfg: cfg, tenants: map[string]*bTenant{}, coords: map[coordKey]*bCoord{}, terms: map[string]uint64{}}
+	return &Broker{cfg: cfg, tenants: map[string]*bTenant{}, held: map[string]*[NumKinds]float64{}, coords: map[coordKey]*bCoord{}, terms: map[string]uint64{}}
 }
 
 // SetTenant sets tenant's limits and this broker's static share of each
@@ -132,6 +138,9 @@ func (b *Broker) SetTenant(tenant string, limits Limits, base [NumKinds]float64,
 	t := b.tenants[tenant]
 	if t == nil {
 		t = &bTenant{}
+		if h := b.held[tenant]; h != nil {
+			t.use[Connections] = h[Connections]
+		}
 		b.tenants[tenant] = t
 	}
 	t.limits, t.base = limits, base
@@ -270,23 +279,45 @@ func (b *Broker) Acquire(tenant string, k Kind, now time.Time) *Refusal {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t := b.tenants[tenant]
-	if t == nil || !t.limits.Limited(k) {
-		return nil
+	if t != nil && t.limits.Limited(k) {
+		if c := b.capOf(t, k); t.use[k]+1 > c {
+			t.refused[k]++
+			return &Refusal{Tenant: tenant, Kind: k, Limit: t.limits.Mesh[k], Use: meshCount(t, k)}
+		}
 	}
-	if c := b.capOf(t, k); t.use[k]+1 > c {
-		t.refused[k]++
-		return &Refusal{Tenant: tenant, Kind: k, Limit: t.limits.Mesh[k], Use: math.Max(t.mesh[k], t.use[k])}
+	h := b.held[tenant]
+	if h == nil {
+		h = &[NumKinds]float64{}
+		b.held[tenant] = h
 	}
-	t.use[k]++
+	h[k]++
+	if t != nil {
+		t.use[k] = h[k]
+	}
 	return nil
+}
+
+// meshCount is the mesh-wide use of count k as this broker can tell it:
+// the coordinator's last figure, with this broker's own change since its
+// last report.
+func meshCount(t *bTenant, k Kind) float64 {
+	return math.Max(t.use[k], t.mesh[k]+t.use[k]-t.reported[k])
 }
 
 // Release gives back one unit of count k taken by Acquire.
 func (b *Broker) Release(tenant string, k Kind) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if t := b.tenants[tenant]; t != nil && t.use[k] > 0 {
-		t.use[k]--
+	h := b.held[tenant]
+	if h == nil || h[k] <= 0 {
+		return
+	}
+	h[k]--
+	if t := b.tenants[tenant]; t != nil {
+		t.use[k] = h[k]
+	}
+	if *h == ([NumKinds]float64{}) {
+		delete(b.held, tenant)
 	}
 }
 
@@ -321,7 +352,7 @@ func (b *Broker) Check(tenant string, k Kind, n float64, now time.Time) *Refusal
 	}
 	if t.use[k]+n > b.capOf(t, k) {
 		t.refused[k]++
-		return &Refusal{Tenant: tenant, Kind: k, Limit: t.limits.Mesh[k], Use: math.Max(t.mesh[k], t.use[k])}
+		return &Refusal{Tenant: tenant, Kind: k, Limit: t.limits.Mesh[k], Use: meshCount(t, k)}
 	}
 	return nil
 }
@@ -335,6 +366,9 @@ func (b *Broker) HandOver(now time.Time) []*Msg {
 	for _, t := range b.tenants {
 		t.use[Connections] = 0
 	}
+	for _, h := range b.held {
+		h[Connections] = 0
+	}
 	b.mu.Unlock()
 	return b.Report(now)
 }
@@ -343,6 +377,7 @@ func (b *Broker) HandOver(now time.Time) []*Msg {
 // holds, its allowances at now.
 func (b *Broker) entry(name string, t *bTenant, now time.Time) *Entry {
 	e := &Entry{Offered: t.offered, Admitted: t.admitted, Use: t.use, Refused: t.refused}
+	t.reported = t.use
 	for k := range NumKinds {
 		switch {
 		case k.Rate() && t.buckets[k] != nil:
