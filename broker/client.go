@@ -349,6 +349,11 @@ func (c *client) Msg(m *natsproto.Msg) error {
 		case HookDenied:
 			c.permViolation("Publish", m.Subject)
 			return nil
+		case HookOverQuota:
+			if c.srv.cfg.Quotas == nil || c.admitCore(m) {
+				c.publishInAccount(m)
+			}
+			return nil
 		case HookStored:
 			nr := c.noResponders
 			c.noResponders = false

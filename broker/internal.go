@@ -37,6 +37,14 @@ const (
 	// Violation for Publish to "<subject>"' and the message goes nowhere
 	// (a tenant publishing into another tenant's topic).
 	HookDenied
+	// HookOverQuota says the tenant's publish quota refused a publish
+	// without a reply (a JetStream-captured subject published as core
+	// NATS): the broker charges it as a core publish, which refuses it
+	// again and tells the client as for any core publish over quota
+	// (-ERR naming the quota, at most one per 100 ms). Should the second
+	// charge admit it (a token came in between), it is routed as core
+	// NATS, never stored.
+	HookOverQuota
 )
 
 // accountSpacePrefix starts every subject of a tenant's subject space in

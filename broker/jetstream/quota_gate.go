@@ -54,8 +54,8 @@ func (t *topic) quotaRefusal(m message) error {
 // its tenant's publish rate and bytes. refused true: the quota said no,
 // and res is what the broker does with it — a JetStream publish (with a
 // reply) gets 10429 in its PubAck and goes nowhere (HookConsumed); a
-// publish without a reply is denied (HookDenied: the client gets the
-// broker's Permissions Violation).
+// publish without a reply is handed back (HookOverQuota): the broker
+// refuses it as a core publish over quota, telling the client the quota.
 func (s *Service) rateRefused(st *stream, reply []byte, size int) (res broker.HookResult, refused bool) {
 	q := s.cfg.Quotas
 	if q == nil {
@@ -67,7 +67,7 @@ func (s *Service) rateRefused(st *stream, reply []byte, size int) (res broker.Ho
 	}
 	s.cfg.Logger.Debug("publish refused by the tenant's quota", "stream", st.stream, "err", err)
 	if len(reply) == 0 {
-		return broker.HookDenied, true
+		return broker.HookOverQuota, true
 	}
 	s.respond(string(reply), pubAckError(st.stream, jsapi.ErrQuotaExceeded(err)))
 	return broker.HookConsumed, true

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/stratamesh/strata/broker"
 	strata "github.com/stratamesh/strata/broker/jetstream"
 	"github.com/stratamesh/strata/internal/testutil"
 	"github.com/stratamesh/strata/tenancy/quota"
@@ -377,3 +378,71 @@ func TestQuotaReplicatedCopiesNotCharged(t *testing.T) {
 		return u[quota.Topics] == 1 && u[quota.Storage] >= n
 	})
 }
+
+// A core NATS publish (no reply) on a subject a stream captures, over
+// the tenant's publish quota, is neither stored nor delivered: the broker
+// tells the client the quota in an -ERR (at most one per 100 ms), as for
+// any core publish over quota, and keeps the connection.
+func TestQuotaCapturedCorePublishRefused(t *testing.T) {
+	fq := newFakeQuotas()
+	r := newStrataRegionWith(t, 1, func(c *strata.Config) { c.Quotas = fq }, func(c *broker.Config) { c.Quotas = coreGate{fq} })
+	errs := make(chan error, 100)
+	nc, err := nats.Connect(r.brokers[0].url(), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ack, err := js.Publish(ctx, "demo.events.orders", []byte("first"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := nc.SubscribeSync("demo.events.orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fq.setPub("demo", true)
+	for i := 0; i < 50; i++ {
+		if err := nc.Publish("demo.events.orders", []byte("over")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatalf("the connection did not survive the refusals: %v", err)
+	}
+	select {
+	case err := <-errs:
+		if !strings.Contains(err.Error(), `Permissions Violation for Publish to "demo.events.orders": tenant "demo" is over its publish_rate quota`) {
+			t.Fatalf("async error %v; want the quota named", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no -ERR for 50 publishes over the quota")
+	}
+	if m, err := sub.NextMsg(300 * time.Millisecond); err == nil {
+		t.Fatalf("a refused publish reached a core subscriber: %q", m.Data)
+	}
+	if n := len(errs); n > 5 {
+		t.Errorf("%d -ERRs for a burst of 50 refusals; want them rate-limited", n+1)
+	}
+	st, err := js.Stream(ctx, ack.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.CachedInfo().State.Msgs; got != 1 {
+		t.Fatalf("stream holds %d messages, want 1 (refused publishes not stored)", got)
+	}
+}
+
+// coreGate is broker.Quotas over a fakeQuotas (connections unlimited).
+type coreGate struct{ f *fakeQuotas }
+
+func (g coreGate) AdmitPublish(tenant string, size int) error { return g.f.AdmitPublish(tenant, size) }
+func (g coreGate) Connect(string) error                       { return nil }
+func (g coreGate) Disconnect(string)                          {}
