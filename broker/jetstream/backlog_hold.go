@@ -148,6 +148,12 @@ func (t *topic) holdsStorage() bool {
 	return ns.BacklogQuota != nil && ns.BacklogQuota.Policy == tenancy.BacklogHold
 }
 
+// holdRecorder is a quota gate that counts holds (the Agent of
+// tenancy/quota/quotanet, for the strata.quota.holds metric).
+type holdRecorder interface {
+	RecordHold(tenant string, k quota.Kind)
+}
+
 // holdLocked queues m (b.mu held): at the tail, or at the head (front)
 // keeping since; it starts drainHeld when it is not running.
 func (t *topic) holdLocked(m message, storage func() error, since time.Time, front bool) {
@@ -161,6 +167,9 @@ func (t *topic) holdLocked(m message, storage func() error, since time.Time, fro
 		b.q = append([]heldPub{h}, b.q...)
 	} else {
 		b.q = append(b.q, h)
+		if r, ok := t.s.cfg.Quotas.(holdRecorder); ok && storage != nil {
+			r.RecordHold(t.name.Tenant, quota.Storage) // the tenant's holds metric
+		}
 	}
 	b.busy.Add(1)
 	if b.kick == nil {
