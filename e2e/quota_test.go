@@ -259,6 +259,17 @@ func quotaStorage(t *testing.T, r *quotaRegion) {
 	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	// Limits are on use, not declarations: five streams declaring 1 GiB
+	// each are created under the 64 KiB storage quota, and take a message.
+	for i := range 5 {
+		name := fmt.Sprintf("BIG%d", i)
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{"big" + fmt.Sprint(i) + ".>"}, MaxBytes: 1 << 30}); err != nil {
+			t.Fatalf("stream %s declaring 1 GiB under a 64 KiB storage quota: %v", name, err)
+		}
+		if _, err := js.Publish(ctx, fmt.Sprintf("big%d.x", i), []byte("small")); err != nil {
+			t.Fatalf("a small publish to %s: %v", name, err)
+		}
+	}
 	payload := make([]byte, 1024)
 	var refused error
 	stored := 0
