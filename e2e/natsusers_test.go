@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
+	"github.com/stratamesh/strata/admin"
 	"github.com/stratamesh/strata/internal/supervisor"
 	"github.com/stratamesh/strata/tenancy"
 	"github.com/stratamesh/strata/tenancy/creds"
@@ -194,11 +196,14 @@ func connectionQuota(t *testing.T, c *geoCluster, creds string, open map[string]
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("over the quota: %v", lastErr)
-	var usage string
-	defer func() { t.Logf("usage: %s", usage) }()
+	var usage []byte
 	waitFor(t, "acme's usage shows its 4 connections", 10*time.Second, func() bool {
-		usage = string(c.mustAdmin(t, "r1", http.MethodGet, "/admin/v1/tenants/acme/usage", superToken, "", http.StatusOK))
-		return strings.Contains(usage, `"quota":"connections","unit":"connections","limit":4,"use":4`)
+		usage = c.mustAdmin(t, "r1", http.MethodGet, "/admin/v1/tenants/acme/usage", superToken, "", http.StatusOK)
+		var u admin.Usage
+		if err := json.Unmarshal(usage, &u); err != nil {
+			t.Fatalf("usage answer %s: %v", usage, err)
+		}
+		return len(u.Quotas) == 1 && u.Quotas[0].Quota == "connections" && u.Quotas[0].Limit == 4 && u.Quotas[0].Use == 4
 	})
 	t.Logf("usage: %s", usage)
 	extra[0].Close()

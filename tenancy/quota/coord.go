@@ -110,8 +110,9 @@ type cPeer struct {
 	// caps are the count caps sent to the broker, by my Sent: those sent
 	// at or after its echo may be the one it holds.
 	caps map[string]*[NumKinds][]capSent
-	// refused is the broker's refusals of a count when last looked at.
-	refused map[string]*[NumKinds]float64
+	// bcounts are what the coordinator keeps of a broker's counts: the
+	// cap it last sent, the refusals it last saw and when they grew.
+	bcounts map[string]*[NumKinds]brokerCount
 	// counts are a region's last count figures (its reports carry them
 	// once its coordinator has heard its brokers).
 	counts map[string]*[NumKinds]countFig
@@ -220,7 +221,7 @@ func (c *Coordinator) Receive(m *Msg, now time.Time) {
 	if p == nil {
 		p = &cPeer{from: m.From, term: m.Term, first: now, last: map[string]*Entry{}, hist: map[string][]sample{},
 			lentMe: map[string]*[NumKinds]leases{}, comm: map[string]*[NumKinds]leases{},
-			caps: map[string]*[NumKinds][]capSent{}, refused: map[string]*[NumKinds]float64{},
+			caps: map[string]*[NumKinds][]capSent{}, bcounts: map[string]*[NumKinds]brokerCount{},
 			counts: map[string]*[NumKinds]countFig{}, inherited: map[string]*[NumKinds]float64{}}
 		if r, ok := strings.CutPrefix(m.From, "region/"); ok {
 			p.region = r

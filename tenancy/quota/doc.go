@@ -116,17 +116,29 @@
 // A count quota (connections, topics, consumers) cannot lend: what is in
 // use stays in use when a lease would expire. A broker admits up to the
 // cap its coordinator set (before any, its static share, rounded down).
-// A region's reservation is, per broker, the larger of its use, the cap
-// it reported holding and every cap sent to it since the newest message
-// it has echoed; regions report theirs (Entry.Use, Cap, Want). A region
-// grows in rounds: it proposes room, its static share's part of the
-// headroom among the regions it hears (the limit less every region's
-// reservation and pending proposal; a region unreachable or just back
-// counts as at least its static share), reports it as pending, and hands
-// it out as new caps only when every other region has echoed that
-// report, checking the headroom again against the pending proposals of
-// the regions before it in name order. Unused room is taken back at the
-// next hand-out.
+// A broker's reservation is the larger of its use, the cap it reported
+// holding and every cap sent to it since the newest message it has
+// echoed. A region holds an allotment, never less than its brokers'
+// reservations, and reports it with its use, its pending proposal and
+// how many of its brokers were refused lately (Entry.Use, Cap, Want,
+// Demand). Its target is its use plus its part of the free room (the
+// limit less every region's use; a region unreachable or just back
+// counts as at least its static share and what it last reported
+// holding): the whole units in proportion to the static shares of the
+// regions it hears, the odd ones to a region refused lately, then to the
+// one using more, then by name. Below its target, a region proposes the
+// rest, reports it as pending, and adds it to its allotment only when
+// every other region has echoed that report, checking it against the
+// limit less every region's allotment and the pending proposals of the
+// regions before it in name order (what does not fit stays proposed).
+// Above its target, it lowers its brokers' caps, and its allotment
+// follows as they echo them. Every interval each broker's cap is its
+// use plus an even part of the allotment's spare (the odd units to the
+// brokers refused lately), raised only as far as the allotment leaves
+// room with every broker counted at its reservation. So free room waits
+// at the brokers before clients ask for it, and follows them: within a
+// region in an interval or two, between regions in a few intervals plus
+// two WAN trips.
 //
 // The mesh-wide count stays within the limit when partitions cut whole
 // regions: a region may hand out without a peer's echo only up to its

@@ -47,7 +47,8 @@ type Entry struct {
 	// so a lost report loses no use.
 	Offered  [NumKinds]float64 `json:"offered,omitempty"`
 	Admitted [NumKinds]float64 `json:"admitted,omitempty"`
-	// Demand (units/s) is a region's offered rate, between coordinators.
+	// Demand (units/s) is a region's offered rate, between coordinators;
+	// for a count, how many of its brokers were refused lately.
 	Demand [NumKinds]float64 `json:"demand,omitempty"`
 	// Rate (units/s) is the admitted rate: a region's between
 	// coordinators, the mesh's from a coordinator to its brokers.
@@ -72,8 +73,9 @@ type Entry struct {
 	// Cap is a count's cap: from a coordinator to a broker, the cap it
 	// sets (for the kinds whose bit 1<<k is set in Caps; the others keep
 	// theirs); from a broker, the cap it holds; between coordinators, the
-	// count the sender's region reserves (its brokers' caps and use),
-	// with Use and Want, for the kinds whose bit is set in Caps.
+	// count the sender's region may hold (its allotment: at least its
+	// brokers' caps and use), with Use, Want and Demand, for the kinds
+	// whose bit is set in Caps.
 	Cap  [NumKinds]float64 `json:"cap,omitempty"`
 	Caps uint8             `json:"caps,omitempty"`
 	// Refused is a count of refusals since the sender started (counts:

@@ -163,3 +163,67 @@ func TestRegionsSplitByDemandOverTheWAN(t *testing.T) {
 		}
 	}
 }
+
+// Two regions of two brokers, one connection of acme open in each before
+// it gets a connections quota of 4: clients of r1 (trying both brokers,
+// as a NATS client tries its URLs) get the two connections left, r2's
+// unused room moving to r1 over the WAN; the next is refused naming the
+// quota; once one closes, a new one is admitted.
+func TestConnectionsMoveBetweenRegions(t *testing.T) {
+	regions := []string{"r1", "r2"}
+	var srv [2]atomic.Pointer[broker.Server]
+	wan := func(region, subject string, data []byte) error {
+		dst := srv[0].Load()
+		if region == "r2" {
+			dst = srv[1].Load()
+		}
+		if dst == nil {
+			return errors.New("not started")
+		}
+		dst.PublishInternal([]byte(subject), nil, nil, data)
+		return nil
+	}
+	r1 := startRegion(t, metatest.OpenStore(t), "r1", regions, 2, wan)
+	srv[0].Store(r1[0].srv)
+	r2 := startRegion(t, metatest.OpenStore(t), "r2", regions, 2, wan)
+	srv[1].Store(r2[0].srv)
+	leaderOf(t, r1, 0)
+	leaderOf(t, r2, 0)
+	for _, nd := range []*node{r1[0], r2[0]} {
+		if err := nd.agent.Connect("acme"); err != nil {
+			t.Fatalf("a connection before the quota: %v", err)
+		}
+	}
+	var l quota.Limits
+	l.Mesh[quota.Connections] = 4
+	setLimits(append(append([]*node(nil), r1...), r2...), map[string]quota.Limits{"acme": l})
+	var held []*node
+	connect := func() error {
+		var err error
+		for _, nd := range r1 {
+			if err = nd.agent.Connect("acme"); err == nil {
+				held = append(held, nd)
+				return nil
+			}
+		}
+		return err
+	}
+	took := testutil.Eventually(t, "two more connections in r1", 10*time.Second, func() bool {
+		_ = connect()
+		return len(held) == 2
+	})
+	t.Logf("two more connections after %v", took)
+	for range 5 {
+		err := connect()
+		var rf *quota.Refusal
+		if !errors.As(err, &rf) || rf.Kind != quota.Connections || rf.Limit != 4 {
+			t.Fatalf("a fifth connection: %v, want a refusal of the connections quota of 4", err)
+		}
+		time.Sleep(testInterval)
+	}
+	held[0].agent.Disconnect("acme")
+	held = held[1:]
+	testutil.Eventually(t, "a connection once one closed", 5*time.Second, func() bool {
+		return connect() == nil
+	})
+}
