@@ -10,6 +10,11 @@
 // tokens to the new depth at once, so a bucket never spends, at a lower
 // rate, tokens it saved at a higher one.
 //
+// Times are read on their wall clock (time.Time.UnixNano), whatever
+// monotonic reading they carry: the bucket runs on the time its owner
+// passes in, and the quota core passes wall times without one. A clock
+// that steps back earns nothing until it is past the last time again.
+//
 // A Bucket is not safe for concurrent use; its owner locks.
 package tokenbucket
 
@@ -23,8 +28,9 @@ import (
 type Bucket struct {
 	rate   float64 // tokens per second
 	depth  time.Duration
+	cap    float64 // rate × depth: the most it holds
 	tokens float64
-	last   time.Time
+	last   int64 // the last refill, Unix ns (time.Time.Sub costs ~4× more per publish)
 	init   bool
 }
 
@@ -37,18 +43,25 @@ func New(rate float64, depth time.Duration, now time.Time) *Bucket {
 	return b
 }
 
-func (b *Bucket) capacity() float64 { return b.rate * b.depth.Seconds() }
+func (b *Bucket) capacity() float64 { return b.cap }
+
+// setCap recomputes the capacity after the rate or the depth changed.
+func (b *Bucket) setCap() { b.cap = b.rate * b.depth.Seconds() }
 
 // refill adds the tokens earned since the last call, up to the capacity.
 // Time that goes backwards earns nothing.
 func (b *Bucket) refill(now time.Time) {
+	n := now.UnixNano()
 	if !b.init {
-		b.last, b.init = now, true
+		b.last, b.init = n, true
 		return
 	}
-	if dt := now.Sub(b.last); dt > 0 {
-		b.tokens = math.Min(b.capacity(), b.tokens+b.rate*dt.Seconds())
-		b.last = now
+	if dt := n - b.last; dt > 0 {
+		t := b.tokens + b.rate*time.Duration(dt).Seconds()
+		if t > b.cap {
+			t = b.cap
+		}
+		b.tokens, b.last = t, n
 	}
 }
 
@@ -61,6 +74,7 @@ func (b *Bucket) SetRate(rate float64, now time.Time) {
 		rate = 0
 	}
 	b.rate = rate
+	b.setCap()
 	if c := b.capacity(); b.tokens > c {
 		b.tokens = c
 	}
@@ -71,6 +85,7 @@ func (b *Bucket) SetRate(rate float64, now time.Time) {
 func (b *Bucket) SetDepth(depth time.Duration, now time.Time) {
 	b.refill(now)
 	b.depth = depth
+	b.setCap()
 	if c := b.capacity(); b.tokens > c {
 		b.tokens = c
 	}

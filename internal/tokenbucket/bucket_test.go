@@ -147,3 +147,21 @@ func TestSetDepth(t *testing.T) {
 		t.Errorf("after SetDepth(100ms) at 100/s it holds %v, want 10", got)
 	}
 }
+
+// TestWallClock: the bucket reads times on their wall clock, so the same
+// instant with or without a monotonic reading, or in another zone, earns
+// nothing more.
+func TestWallClock(t *testing.T) {
+	now := time.Now() // carries a monotonic reading
+	b := New(1000, time.Second, now)
+	b.Take(1000, now)
+	if got := b.Tokens(now.Round(0)); got != 0 {
+		t.Errorf("the same instant without its monotonic reading: %v tokens, want 0", got)
+	}
+	if got := b.Tokens(now.In(time.FixedZone("x", 3600))); got != 0 {
+		t.Errorf("the same instant in another zone: %v tokens, want 0", got)
+	}
+	if got := b.Tokens(now.Round(0).Add(250 * time.Millisecond)); math.Abs(got-250) > 1e-6 {
+		t.Errorf("250 ms later (wall): %v tokens, want 250", got)
+	}
+}

@@ -237,6 +237,24 @@ func (b *Broker) Admit(tenant string, size int, now time.Time) *Refusal {
 	if t == nil {
 		return nil
 	}
+	return b.admit(tenant, t, size, now)
+}
+
+// AdmitClock is Admit at clock's time, read only when tenant has limits
+// here: a publish of a tenant without quotas costs a map lookup and no
+// clock read (~40-60 ns on a virtual machine), on the data path.
+func (b *Broker) AdmitClock(tenant string, size int, clock func() time.Time) *Refusal {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.tenants[tenant]
+	if t == nil {
+		return nil
+	}
+	return b.admit(tenant, t, size, clock())
+}
+
+// admit is Admit for tracked tenant t; b.mu is held.
+func (b *Broker) admit(tenant string, t *bTenant, size int, now time.Time) *Refusal {
 	units := [NumKinds]float64{PublishRate: 1, PublishBytes: float64(size)}
 	var refused *Refusal
 	for _, k := range rateKinds {

@@ -102,7 +102,7 @@ func (a *Agent) SetTenants(limits map[string]quota.Limits) {
 // AdmitPublish implements broker.Quotas and jetstream.Quotas: one
 // publish of size bytes at its origin. A refusal is a *quota.Refusal.
 func (a *Agent) AdmitPublish(tenant string, size int) error {
-	if r := a.b.Admit(tenant, size, a.clock()); r != nil {
+	if r := a.b.AdmitClock(tenant, size, a.clock); r != nil {
 		a.count(a.refused, tenant, r.Kind)
 		return r
 	}

@@ -33,7 +33,8 @@ type Clock func() time.Time
 // monotonic clock: one per process, shared by its Agent and Coordinator.
 func NewClock() Clock {
 	start := time.Now()
-	return func() time.Time { return start.Add(time.Since(start)).Round(0) }
+	wall := start.Round(0) // adding to it is cheaper than Add then Round, per publish
+	return func() time.Time { return wall.Add(time.Since(start)) }
 }
 
 // Config configures a broker's Agent and Coordinator (one of each per
