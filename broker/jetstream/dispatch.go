@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sort"
@@ -424,12 +425,21 @@ func (s *Service) drainParked(name tenancy.Name, p *parking) {
 // else is core NATS. Creating a topic writes to etcd once, on the publisher's
 // reader goroutine.
 func (s *Service) uncaptured(account string, subject, reply []byte) (*stream, broker.HookResult) {
-	toks := strings.SplitN(string(subject), ".", 4)
-	if len(toks) < 2 {
+	// The first three tokens, without splitting the whole subject: this
+	// runs for every core publish.
+	first, rest, ok := bytes.Cut(subject, []byte("."))
+	if !ok {
 		return nil, broker.HookRoute
 	}
-	if !s.cfg.Policies.Tenant(toks[0]) {
+	tenant := string(first)
+	if !s.cfg.Policies.Tenant(tenant) {
 		return nil, broker.HookRoute
+	}
+	second, rest, more := bytes.Cut(rest, []byte("."))
+	toks := []string{tenant, string(second)}
+	if more {
+		third, _, _ := bytes.Cut(rest, []byte("."))
+		toks = append(toks, string(third))
 	}
 	if account != "" && toks[0] != account {
 		// nats-wire §4: the tenant is the subject's first token, and a

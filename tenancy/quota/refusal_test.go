@@ -76,3 +76,44 @@ func TestConnectionsBeforeTheQuota(t *testing.T) {
 		t.Fatalf("after the hand-over, a connection refused: %v", r)
 	}
 }
+
+// TestTopicsFarFromTheLimit: a tenant far below its topics quota gets
+// every creation it asks for, one after another, on a live coordinator.
+func TestTopicsFarFromTheLimit(t *testing.T) {
+	var l Limits
+	l.Mesh[Topics] = 100000
+	b := NewBroker(BrokerConfig{ID: "b0"})
+	b.SetTenant("t", l, BrokerBase(l, "a", 1, 1), t0)
+	c := NewCoordinator(CoordConfig{Region: "a", Regions: []string{"a"}, Term: 1, Brokers: 1}, t0)
+	c.SetTenant("t", l)
+	now := t0
+	step := func() {
+		now = now.Add(DefaultInterval)
+		ms := b.Report(now)
+		if len(ms) == 0 {
+			h := b.Hello(now)
+			h.To, h.ToTerm = "region/a", 1
+			ms = append(ms, h)
+		}
+		for _, m := range ms {
+			c.Receive(m, now)
+		}
+		for _, m := range c.Tick(now) {
+			b.Receive(m, now)
+		}
+	}
+	for i := 0; i < 8; i++ {
+		step()
+	}
+	use := 0.0
+	for i := 0; i < 200; i++ {
+		if r := b.Check("t", Topics, 1, now); r != nil {
+			t.Fatalf("creation %d refused at use %v of 100000: %v", i+1, use, r)
+		}
+		use++
+		b.SetUse("t", Topics, use)
+		if i%5 == 4 {
+			step()
+		}
+	}
+}
