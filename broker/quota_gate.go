@@ -138,12 +138,18 @@ var inboxPrefix = []byte("_INBOX")
 // publishTenant is the tenant a core publish on subject is charged to,
 // and whether it is charged at all. The name comes from a per-connection
 // cache, so that the common case allocates nothing.
+//
+// With auth on, every publish of a tenant's connection is charged to its
+// account, whatever the subject ($KV.…, _INBOX.… and the rest are in the
+// account's own space and cost the mesh the same); the system account's
+// never. With auth off, the tenant is the subject's first token, so
+// subjects starting with '$' or _INBOX belong to no tenant.
 func (c *client) publishTenant(subject []byte) (string, bool) {
+	if c.srv.cfg.Auth != nil {
+		return c.ident.Account, c.ident.Account != "" && len(subject) > 0
+	}
 	if len(subject) == 0 || subject[0] == '$' || bytes.HasPrefix(subject, inboxPrefix) {
 		return "", false
-	}
-	if c.srv.cfg.Auth != nil {
-		return c.ident.Account, c.ident.Account != ""
 	}
 	first := subject
 	if i := bytes.IndexByte(subject, '.'); i >= 0 {

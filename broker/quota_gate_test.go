@@ -394,6 +394,13 @@ func TestQuotaPublishTenant(t *testing.T) {
 	if got, ok := auth.publishTenant([]byte("zeta.x")); got != "acme" || !ok {
 		t.Fatalf("with auth: tenant %q charged %v; want the account acme", got, ok)
 	}
+	// A tenant's connection is charged on every subject of its space: a
+	// "$…" or "_INBOX…" subject is no way around its quota.
+	for _, subj := range []string{"_INBOX.x", "_INBOXX.y", "$KV.x", "$SYS.x", "$JS.FC.x", "$A.acme.events.x"} {
+		if got, ok := auth.publishTenant([]byte(subj)); got != "acme" || !ok {
+			t.Fatalf("with auth, %s: tenant %q charged %v; want the account acme", subj, got, ok)
+		}
+	}
 	sys := &client{srv: &Server{cfg: Config{Auth: accountAuth{}}}}
 	if _, ok := sys.publishTenant([]byte("acme.x")); ok {
 		t.Fatal("the system account was charged")
