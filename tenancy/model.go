@@ -42,6 +42,10 @@ type Quotas struct {
 	Regions map[string]RegionQuotas `json:"regions,omitempty"`
 }
 
+// MaxQuota is the largest quota value: 2^53, the largest integer the
+// quota core (float64 arithmetic) holds exactly.
+const MaxQuota = 1 << 53
+
 // RegionQuotas caps a tenant's publish rates in one region: that region
 // never gets more than the cap of the mesh-wide limit, whatever its
 // demand; the rest of the limit stays for the other regions. 0 is no cap
@@ -228,6 +232,9 @@ func (t *Tenant) ValidateIn(regions []string) error {
 		{"topics", q.Topics}, {"connections", q.Connections}, {"consumers", q.Consumers}} {
 		if f.v < 0 {
 			errs = append(errs, fieldErr("quotas."+f.name, "must be 0 (unlimited) or more, got %d", f.v))
+		}
+		if f.v > MaxQuota {
+			errs = append(errs, fieldErr("quotas."+f.name, "at most %d (2^53), got %d", int64(MaxQuota), f.v))
 		}
 	}
 	errs = append(errs, q.validateRegions(regions)...)

@@ -66,6 +66,8 @@ func TestTenantQuotasValidate(t *testing.T) {
 			[]string{"quotas.regions.ap-south.publish_bytes"}, "2097152 is over the mesh-wide limit quotas.publish_bytes (1048576)"},
 		{"cap of an unlimited quota", Quotas{Regions: map[string]RegionQuotas{"us-east": {PublishRate: 5}}}, meshRegions,
 			[]string{"quotas.regions.us-east.publish_rate"}, "needs a mesh-wide limit: quotas.publish_rate is 0"},
+		{"a quota beyond 2^53", Quotas{PublishRate: 1<<63 - 1}, meshRegions,
+			[]string{"quotas.publish_rate"}, "at most 9007199254740992 (2^53), got 9223372036854775807"},
 		{"negative mesh-wide quotas", Quotas{PublishRate: -1, Storage: -5, Consumers: -2}, meshRegions,
 			[]string{"quotas.publish_rate", "quotas.storage", "quotas.consumers"}, "must be 0 (unlimited) or more"},
 		{"several problems in region order", with(map[string]RegionQuotas{"zz": {}, "eu-west": {PublishRate: -3, PublishBytes: 4 << 20}, "aa": {}}), meshRegions,

@@ -253,3 +253,20 @@ func TestStatusJSONQuotas(t *testing.T) {
 		t.Errorf("not mesh.json's shape: %v", err)
 	}
 }
+
+// TestQuotaFlagsEmpty: an empty value given to a quota flag is an error
+// (an unset shell variable must not lift a limit), and a bad one is
+// quoted as given.
+func TestQuotaFlagsEmpty(t *testing.T) {
+	for _, c := range []struct {
+		parse func(string, string) (int64, error)
+		flag  string
+	}{{parseMsgRate, "--publish-rate"}, {parseByteRate, "--publish-bytes"}, {parseSizeFlag, "--storage"}} {
+		if _, err := c.parse(c.flag, ""); err == nil || !strings.Contains(err.Error(), c.flag+": empty") {
+			t.Errorf("%s \"\": %v; want an error saying it is empty", c.flag, err)
+		}
+	}
+	if _, err := parseMsgRate("--publish-rate", "10/m"); err == nil || !strings.Contains(err.Error(), `"10/m" is not a message rate`) {
+		t.Errorf("10/m: %v", err)
+	}
+}

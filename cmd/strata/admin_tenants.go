@@ -712,43 +712,47 @@ func retentionText(r admin.Retention) string {
 	return r.Mode + ", " + strings.Join(limits, ", ")
 }
 
-// parseMsgRate parses a messages-per-second flag: "5000" or "5000/s"
-// ("": unlimited, 0).
+// parseMsgRate parses a messages-per-second flag given on the command
+// line: "5000" or "5000/s"; 0 is unlimited. An empty value is an error
+// (an unset shell variable must not lift a limit).
 func parseMsgRate(flag, s string) (int64, error) {
 	if s == "" {
-		return 0, nil
+		return 0, fmt.Errorf("%s: empty; give a rate such as 5000/s (0: unlimited)", flag)
 	}
+	in := s
 	if !strings.HasSuffix(s, "/s") {
 		s += "/s"
 	}
 	r, err := topology.ParseMsgRate(s)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", flag, err)
+		return 0, fmt.Errorf("%s: %q is not a message rate (e.g. 5000 or 5000/s; 0: unlimited)", flag, in)
 	}
 	return int64(r), nil
 }
 
-// parseByteRate parses a bytes-per-second flag: "10MiB/s", "10MiB" or a
-// number of bytes ("": unlimited, 0).
+// parseByteRate parses a bytes-per-second flag given on the command
+// line: "10MiB/s", "10MiB" or a number of bytes; 0 is unlimited. An
+// empty value is an error.
 func parseByteRate(flag, s string) (int64, error) {
 	if s == "" {
-		return 0, nil
+		return 0, fmt.Errorf("%s: empty; give a rate such as 10MiB/s (0: unlimited)", flag)
 	}
+	in := s
 	if !strings.HasSuffix(s, "/s") {
 		s += "/s"
 	}
 	r, err := topology.ParseByteRate(s)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", flag, err)
+		return 0, fmt.Errorf("%s: %q is not a byte rate (e.g. 10MiB/s or 1048576; 0: unlimited)", flag, in)
 	}
 	return int64(r), nil
 }
 
-// parseSizeFlag parses a size flag: "50GiB" or a number of bytes ("":
-// unlimited, 0).
+// parseSizeFlag parses a size flag given on the command line: "50GiB"
+// or a number of bytes; 0 is unlimited. An empty value is an error.
 func parseSizeFlag(flag, s string) (int64, error) {
 	if s == "" {
-		return 0, nil
+		return 0, fmt.Errorf("%s: empty; give a size such as 50GiB (0: unlimited)", flag)
 	}
 	n, err := topology.ParseSize(s)
 	if err != nil {
