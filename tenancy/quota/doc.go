@@ -150,8 +150,10 @@
 // that broker at its static share until it hears from it); a broker
 // that restarts with connections still counted elsewhere. Storage has no
 // caps: each broker refuses once the mesh-wide use its coordinator last
-// reported reaches the limit, so bytes written anywhere within about one
-// interval plus the WAN delay may pass it.
+// reported reaches the limit; that figure is the brokers' use reports
+// (every interval) summed by the coordinators (every interval, then the
+// WAN), so the bytes every region writes in up to about four intervals
+// plus the WAN delay may pass the limit.
 //
 // # Defaults and what they trade
 //
