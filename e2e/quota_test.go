@@ -153,7 +153,7 @@ func maxWindow(rs []*arrivals, from, to time.Time) (int, time.Time) {
 // STRATA_E2E_SCALE multiplies the limit and the run.
 func TestMeshWideQuota(t *testing.T) {
 	limit := scale(1000)
-	run := 20 * time.Second
+	run := 15 * time.Second
 	if scale(1) > 1 {
 		run = 30 * time.Second
 	}
