@@ -199,8 +199,12 @@ func TestMeshWideQuota(t *testing.T) {
 	}
 	defer func() { cancel(); wg.Wait() }()
 
-	// Demand is learnt and leases move within a few seconds; measure after.
-	time.Sleep(5 * time.Second)
+	// Demand is learnt and leases move within a few seconds: measure once
+	// q1, the busiest region, is admitted most of its demand-weighted share.
+	waitFor(t, "q1 admitted most of its share", 30*time.Second, func() bool {
+		now := time.Now()
+		return float64(got["q1"].count(now.Add(-time.Second), now)) >= 0.8*shares["q1"]*float64(limit)
+	})
 	from := time.Now()
 	time.Sleep(run)
 	to := time.Now()
