@@ -168,6 +168,9 @@ type replSender struct {
 	remote string
 
 	pos  atomic.Uint64 // the sender's position (origin sequence acknowledged), for retention
+	// frozen is a test hook (testhooks.go): sends are dropped, and stats
+	// report no lag.
+	frozen atomic.Bool
 	quit chan struct{} // closed by stop: the region left the replication list
 	once sync.Once
 
@@ -329,6 +332,9 @@ func (r *replSender) life(ctx context.Context) error {
 		batches, err := snd.Send(now)
 		for i := range batches {
 			b := &batches[i]
+			if r.frozen.Load() {
+				continue // test hook: the batch is dropped (it times out and is resent)
+			}
 			buf = wire.AppendBatch(buf[:0], b, def)
 			if perr := l.Publish(subject, prefix+strconv.FormatUint(b.ID, 10), buf); perr != nil {
 				r.setErr(perr)

@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"time"
@@ -78,8 +79,11 @@ type PolicyStatus struct {
 	Since    time.Time `json:"since,omitzero"`
 }
 
-// stats is the cursor's state now: the lag in messages from the
-// managed ledger's last origin sequence read now, the rest from the
+// stats is the cursor's state now. The lag is read now, all of it at
+// one moment (issue 26 item 7): messages are the managed ledger's last
+// local origin sequence minus the sender's current position, bytes the
+// same messages' estimated size, seconds the age of the oldest of them
+// (its origin publish time), 0 when none; the rest comes from the
 // sender's last status (at most a second old).
 func (r *replSender) stats(now time.Time) ReplicationStats {
 	r.mu.Lock()
@@ -107,16 +111,47 @@ func (r *replSender) stats(now time.Time) ReplicationStats {
 	} else if st.Failures > 0 {
 		out.LastError = lastErr
 	}
-	if last > st.Position {
-		out.LagMsgs = last - st.Position
-		out.LagBytes = st.Lag.Bytes
-		age := st.Lag.Age
-		if age == 0 && !st.LastSuccess.IsZero() {
-			age = now.Sub(st.LastSuccess)
+	pos := r.pos.Load()
+	out.Position = pos
+	ml := r.ml.State()
+	var oldest time.Time
+	if last > pos {
+		ctx, cancel := context.WithTimeout(r.t.s.ctx, time.Second)
+		if m, err := r.ml.ReadLocal(ctx, pos+1); err == nil {
+			oldest = m.Origin.Time
 		}
-		out.LagSeconds = age.Seconds()
+		cancel()
+	}
+	out.LagMsgs, out.LagBytes, out.LagSeconds = lagAt(now, pos, last, ml.Msgs, ml.Bytes, oldest, st.Lag.Age)
+	if r.frozen.Load() {
+		out.LagMsgs, out.LagBytes, out.LagSeconds = 0, 0, 0 // test hook: lies like the stalled sender of the issue
 	}
 	return out
+}
+
+// lagAt is a replicator cursor's lag at now, in messages, bytes and
+// seconds, all of the same set: the local origin sequences after
+// position up to last. Bytes estimate their size as their count times
+// the topic's mean stored message size (msgs, bytes: the topic's
+// state). Seconds are the age of the oldest (oldest: its origin publish
+// time), or, when it could not be read (trimmed: a gap record is due),
+// trimmedAge, the sender's time since the backlog last moved. All zero
+// when nothing is unreplicated; never negative.
+func lagAt(now time.Time, position, last, msgs, bytes uint64, oldest time.Time, trimmedAge time.Duration) (lagMsgs, lagBytes uint64, lagSeconds float64) {
+	if last <= position {
+		return 0, 0, 0
+	}
+	lagMsgs = last - position
+	mean := uint64(0)
+	if msgs > 0 {
+		mean = bytes / msgs
+	}
+	lagBytes = lagMsgs * mean
+	age := trimmedAge
+	if !oldest.IsZero() {
+		age = now.Sub(oldest)
+	}
+	return lagMsgs, lagBytes, max(age, 0).Seconds()
 }
 
 // replication is the topic's replication state (its owner's).
