@@ -167,12 +167,12 @@ type replSender struct {
 	ml     *mledger.ML
 	remote string
 
-	pos  atomic.Uint64 // the sender's position (origin sequence acknowledged), for retention
+	pos atomic.Uint64 // the sender's position (origin sequence acknowledged), for retention
 	// frozen is a test hook (testhooks.go): sends are dropped, and stats
 	// report no lag.
 	frozen atomic.Bool
-	quit chan struct{} // closed by stop: the region left the replication list
-	once sync.Once
+	quit   chan struct{} // closed by stop: the region left the replication list
+	once   sync.Once
 
 	mu     sync.Mutex
 	status replicator.Status
