@@ -176,6 +176,10 @@ type Config struct {
 	SubSyncInterval time.Duration
 	// Backlog tunes the namespaces' backlog quotas (backlog.go).
 	Backlog BacklogConfig
+	// TestHooks enables the audit's test hooks (testhooks.go): removing
+	// a message from this region's copy, freezing a replicator cursor.
+	// Off (false) in production; region sets it from STRATA_TEST_HOOKS=1.
+	TestHooks bool
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger

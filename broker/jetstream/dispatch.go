@@ -30,6 +30,10 @@ func (s *Service) dispatch(m message) {
 		s.dispatchReplAdmin(m)
 	case strings.HasPrefix(m.subject, offloadAdminPrefix):
 		s.dispatchOffloadAdmin(m)
+	case strings.HasPrefix(m.subject, originsAdminPrefix):
+		s.dispatchOriginsAdmin(m)
+	case strings.HasPrefix(m.subject, hookAdminPrefix):
+		s.dispatchHookAdmin(m)
 	case strings.HasPrefix(m.subject, wire.SubSyncPrefix):
 		s.dispatchSubSync(m)
 	case strings.HasPrefix(m.subject, wire.TombstonePrefix):

@@ -46,6 +46,9 @@ type ML struct {
 
 	mu      sync.Mutex
 	core    *core
+	// hidden are sequences a test hook removed (HideForTest): they read
+	// as gone. Nil in production.
+	hidden map[uint64]bool
 	spec    []byte
 	created time.Time
 	cur     *openLedger // receives appends

@@ -38,6 +38,9 @@ func (m *ML) Read(ctx context.Context, seq uint64) (Message, error) {
 	case seq > c.conf.seq:
 		m.mu.Unlock()
 		return Message{}, fmt.Errorf("%w: seq %d, last %d", ErrNotFound, seq, c.conf.seq)
+	case m.hidden[seq]:
+		m.mu.Unlock()
+		return Message{}, fmt.Errorf("%w: seq %d removed by a test hook", ErrGone, seq)
 	}
 	if cm, ok := m.cache.get(seq); ok {
 		m.mu.Unlock()
@@ -188,4 +191,22 @@ func (m *ML) SeqAtTime(ctx context.Context, t time.Time) (uint64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return max(lo, m.core.first), nil
+}
+
+// HideForTest makes confirmed message seq read as gone (ErrGone) from
+// now on, in this ML only: nothing is written, replicated or persisted,
+// and a reopened topic has it again. It is the audit's test hook
+// (STRATA_TEST_HOOKS=1; see broker/jetstream testhooks.go): a copy that
+// lost one message. Errors: ErrNotFound outside FirstSeq..LastSeq.
+func (m *ML) HideForTest(seq uint64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if seq < m.core.first || seq > m.core.conf.seq {
+		return fmt.Errorf("%w: seq %d not in %d..%d", ErrNotFound, seq, m.core.first, m.core.conf.seq)
+	}
+	if m.hidden == nil {
+		m.hidden = map[uint64]bool{}
+	}
+	m.hidden[seq] = true
+	return nil
 }
