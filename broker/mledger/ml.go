@@ -44,11 +44,11 @@ type ML struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	core    *core
+	mu   sync.Mutex
+	core *core
 	// hidden are sequences a test hook removed (HideForTest): they read
 	// as gone. Nil in production.
-	hidden map[uint64]bool
+	hidden  map[uint64]bool
 	spec    []byte
 	created time.Time
 	cur     *openLedger // receives appends
