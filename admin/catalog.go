@@ -67,6 +67,9 @@ const (
 	CodeBundleNotFound    Code = "bundle_not_found"
 	CodeBrokerNotLive     Code = "broker_not_live"
 	CodeOperationNotFound Code = "operation_not_found"
+
+	// Audit.
+	CodeTestHooksOff Code = "test_hooks_off"
 )
 
 // CodeInfo is one catalog row: a code, the HTTP status it is always
@@ -117,6 +120,7 @@ var catalog = []CodeInfo{
 	{CodeBundleNotFound, http.StatusNotFound, "the region has no such bundle"},
 	{CodeBrokerNotLive, http.StatusBadRequest, "no live broker of the region has the name given"},
 	{CodeOperationNotFound, http.StatusNotFound, "the region has no operation with that id"},
+	{CodeTestHooksOff, http.StatusForbidden, "test hooks are off on this node (they are served only with STRATA_TEST_HOOKS=1, for tests)"},
 }
 
 var byCode = func() map[Code]CodeInfo {

@@ -42,6 +42,7 @@ func (f *fake) backends() Backends {
 		}),
 		Members: f, Bookie: f, Bookies: f, Ledgers: f, Topics: f, Subscriptions: f,
 		Offload: f, Bundles: f, Replication: f, Tier: f, Tenancy: f, Users: f, Usage: f,
+		Audit: f,
 	}
 }
 
@@ -256,6 +257,9 @@ func validBody(r Route) string {
 	}
 	if r.Method == http.MethodPost && r.Pattern == "/admin/v1/tenants/{t}/users" {
 		return `{"name": "u2", "pub": {"allow": ["t1.>"]}, "expiry": "720h"}`
+	}
+	if r.Method == http.MethodPost && r.Pattern == "/admin/v1/testhooks/topics/{t}/{ns}/{topic}" {
+		return `{"action": "freeze-replicator", "remote": "r2"}`
 	}
 	if r.Method == http.MethodPost && r.Pattern == "/admin/v1/tokens" {
 		return `{"description": "ci"}` // the caller's own tenant (a superuser token for the superuser)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/stratamesh/strata/broker/jetstream"
@@ -39,6 +40,9 @@ func (n *Node) newJetStream() (*jetstream.Service, error) {
 		// With auth.nats, tenants' clients are in accounts of their own.
 		AccountSpaces: n.nauth != nil,
 		LinkTLS:       n.clientTLS(),
+		// The audit's test hooks, only with STRATA_TEST_HOOKS=1 (a test
+		// hook: never set it in production).
+		TestHooks: os.Getenv("STRATA_TEST_HOOKS") == "1",
 	}
 	if n.quota != nil {
 		// Tenant quotas (ARCHITECTURE §5): the broker's quota Agent.
