@@ -23,6 +23,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newUp(), newNode(), newValidate(), newStatus(), newAdmin(), newApply(), newPub(), newSub(), newVersion())
+	root.AddCommand(newAudit())
 	return root
 }
 

@@ -135,7 +135,8 @@ type Cursor struct {
 // Stall is a replicator cursor that did not move between two readings
 // although it had a backlog at the first.
 type Stall struct {
-	First, Second Cursor
+	First  Cursor `json:"first"`
+	Second Cursor `json:"second"`
 }
 
 // Stalled compares two readings of the mesh's replicator cursors (the
