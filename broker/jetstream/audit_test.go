@@ -20,7 +20,10 @@ import (
 // copy only; the freeze hook stops the cursor while it reports no lag;
 // hooks are refused where they are off.
 func TestAuditSummariesAndHooks(t *testing.T) {
-	a, b := twoRegions(t, func(c *jetstream.Config) { c.TestHooks = true })
+	a, b := twoRegions(t, func(c *jetstream.Config) {
+		c.TestHooks = true
+		c.Replicator.AckTimeout = 300 * time.Millisecond // the frozen cursor's dropped batches are resent soon after the thaw
+	})
 	nc, err := nats.Connect(a.brokers[0].url())
 	if err != nil {
 		t.Fatal(err)
