@@ -22,7 +22,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newUp(), newNode(), newValidate(), newStatus(), newAdmin(), newApply(), newPub(), newSub(), newVersion())
+	root.AddCommand(newUp(), newNode(), newValidate(), newStatus(), newAdmin(), newApply(), newPub(), newSub(), newVersion(), newDrill())
 	return root
 }
 
