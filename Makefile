@@ -60,6 +60,8 @@ fuzz:
 	$(GO) test ./tenancy -run '^$$' -fuzz '^FuzzTenantQuotas$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/strata -run '^$$' -fuzz '^FuzzRegionCapFlag$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tenancy/quota -run '^$$' -fuzz '^FuzzDecodeMsg$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/drill -run '^$$' -fuzz '^FuzzParseRate$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/drill -run '^$$' -fuzz '^FuzzParseRegionURLs$$' -fuzztime $(FUZZTIME)
 
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 build:

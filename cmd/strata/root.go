@@ -23,7 +23,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newUp(), newNode(), newValidate(), newStatus(), newAdmin(), newApply(), newPub(), newSub(), newVersion())
-	root.AddCommand(newAudit())
+	root.AddCommand(newAudit(), newDrill())
 	return root
 }
 
