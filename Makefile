@@ -57,6 +57,7 @@ fuzz:
 	$(GO) test ./tenancy -run '^$$' -fuzz '^FuzzTenantQuotas$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/strata -run '^$$' -fuzz '^FuzzRegionCapFlag$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tenancy/quota -run '^$$' -fuzz '^FuzzDecodeMsg$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/harness -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME)
 
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 build:
