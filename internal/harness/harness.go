@@ -161,6 +161,9 @@ func (h *Harness) run(n *Node) error {
 	h.mu.Unlock()
 	n.mu.Lock()
 	n.p = p
+	if n.spec.Role == "" {
+		n.spec.Role = p.report.Role
+	}
 	n.mu.Unlock()
 	go h.watch(n, p)
 	if h.cfg.OnReady != nil {

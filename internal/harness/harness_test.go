@@ -400,3 +400,13 @@ func TestNetnsCommand(t *testing.T) {
 		t.Errorf("%v", got)
 	}
 }
+
+func TestSpecFromArgs(t *testing.T) {
+	s := SpecFromArgs("/bin/strata", []string{"node", "--topology", "t.yaml", "--region", "eu", "--id=k2", "--role", "bookie", "--join", "x"})
+	if s.Region != "eu" || s.ID != "k2" || s.Role != RoleBookie || s.Exe != "/bin/strata" || s.Args[0] != "--topology" || len(s.Args) != 9 {
+		t.Errorf("%+v", s)
+	}
+	if s := SpecFromArgs("x", []string{"--region", "r", "--id", "b1"}); s.Role != "" || s.Region != "r" || s.ID != "b1" {
+		t.Errorf("without --role: %+v", s)
+	}
+}

@@ -18,7 +18,7 @@ import (
 type NodeSpec struct {
 	// Region and ID name the node; (Region, ID) is unique in a harness.
 	// Role is meta, bookie or broker (RestartRegion orders by it; other
-	// values start last).
+	// values start last); empty, it is taken from the ready report.
 	Region, ID, Role string
 	// Exe is the strata binary.
 	Exe string
@@ -34,6 +34,33 @@ type NodeSpec struct {
 	// run as `ip netns exec Netns Exe node Args...` (ip execs the node, so
 	// the PID is the node's).
 	Netns string
+}
+
+// SpecFromArgs is the spec of `exe node args...` whose Region, ID and Role
+// are read from the arguments' --region, --id and --role flags (the
+// `strata node` flags; without --role the role is left empty, and Start
+// takes it from the ready report).
+// A leading "node" in args is dropped.
+func SpecFromArgs(exe string, args []string) NodeSpec {
+	if len(args) > 0 && args[0] == "node" {
+		args = args[1:]
+	}
+	s := NodeSpec{Exe: exe, Args: append([]string(nil), args...)}
+	for i := 0; i < len(args); i++ {
+		flag, val, eq := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if !eq && i+1 < len(args) {
+			val = args[i+1]
+		}
+		switch flag {
+		case "region":
+			s.Region = val
+		case "id":
+			s.ID = val
+		case "role":
+			s.Role = val
+		}
+	}
+	return s
 }
 
 // Name is "region/id".
