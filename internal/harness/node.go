@@ -231,6 +231,14 @@ func (n *Node) Info() NodeInfo {
 		Report: p.report, Exit: n.ExitDescription(), Intended: n.Intended()}
 }
 
+// Signal sends sig to the current process without waiting for its effect
+// (except SIGSTOP, which returns once the process is stopped: see Freeze);
+// ErrNotRunning once it has exited. SIGKILL and SIGTERM mark the exit as
+// Intended; SIGSTOP and SIGCONT set the frozen state. Prefer the Faults
+// methods; Signal is for tests that need a signal they do not wrap (a
+// SIGTERM whose handling they time, say).
+func (n *Node) Signal(sig syscall.Signal) error { return n.signal(sig) }
+
 // signal sends sig to the current process; ErrNotRunning once it exited.
 func (n *Node) signal(sig syscall.Signal) error {
 	n.mu.Lock()
