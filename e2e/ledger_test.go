@@ -382,4 +382,3 @@ func ledgerWriterMain(spec string) {
 	}
 	select {} // killed by the test, the ledger left OPEN
 }
-

@@ -135,3 +135,22 @@ func writeTopology(t *testing.T, dir, name, src string) string {
 	}
 	return path
 }
+
+// refusedStart runs `strata node` with args through a harness of its own
+// (the node may have the region and id of one that runs) and expects it
+// to exit before it is ready. It returns the harness's error, which
+// carries the end of the node's log (logPath); a node that became ready
+// fails the test.
+func refusedStart(t *testing.T, logPath string, args ...string) string {
+	t.Helper()
+	h := harness.New(harness.Config{StartTimeout: time.Minute})
+	defer h.Close()
+	spec := harness.SpecFromArgs(strataBin, args)
+	spec.Log = logPath
+	if _, err := h.Start(spec); err != nil {
+		return err.Error()
+	}
+	b, _ := os.ReadFile(logPath)
+	t.Fatalf("node %v started, want it refused:\n%s", args, b)
+	return ""
+}
