@@ -62,6 +62,7 @@ fuzz:
 	$(GO) test ./tenancy/quota -run '^$$' -fuzz '^FuzzDecodeMsg$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/drill -run '^$$' -fuzz '^FuzzParseRate$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/drill -run '^$$' -fuzz '^FuzzParseRegionURLs$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/harness -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME)
 
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 build:

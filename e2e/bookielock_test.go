@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,14 +32,9 @@ func TestBookieRefusesASecondProcess(t *testing.T) {
 	instance := addAcked(ctx, t, k1.report.GRPC, ledger, n)
 
 	// The second process for the same bookie and data directory.
-	sctx, scancel := context.WithTimeout(ctx, time.Minute)
-	defer scancel()
-	out, err := exec.CommandContext(sctx, strataBin, append([]string{"node"}, bookieArgs...)...).CombinedOutput()
-	if err == nil {
-		t.Fatalf("a second process for a live bookie started:\n%s", out)
-	}
-	if !strings.Contains(string(out), "in use") {
-		t.Fatalf("second process failed without naming the directory in use (%v):\n%s", err, out)
+	out := refusedStart(t, filepath.Join(dir, "k1-second.log"), bookieArgs...)
+	if !strings.Contains(out, "in use") {
+		t.Fatalf("second process failed without naming the directory in use:\n%s", out)
 	}
 
 	// The live bookie was not disturbed: crash it, restart, read all.
@@ -124,14 +118,9 @@ func TestBookieRefusesDataWithoutItsCookie(t *testing.T) {
 	if err := os.Rename(cookies[0], aside); err != nil {
 		t.Fatal(err)
 	}
-	sctx, scancel := context.WithTimeout(ctx, time.Minute)
-	defer scancel()
-	out, err := exec.CommandContext(sctx, strataBin, append([]string{"node"}, bookieArgs...)...).CombinedOutput()
-	if err == nil {
-		t.Fatalf("a bookie with data but no cookie started:\n%s", out)
-	}
-	if !strings.Contains(string(out), "holds bookie data") || !strings.Contains(string(out), "no "+bookie.CookieFile) {
-		t.Fatalf("refusal does not name the missing cookie (%v):\n%s", err, out)
+	out := refusedStart(t, filepath.Join(dir, "k1-nocookie.log"), bookieArgs...)
+	if !strings.Contains(out, "holds bookie data") || !strings.Contains(out, "no "+bookie.CookieFile) {
+		t.Fatalf("refusal does not name the missing cookie:\n%s", out)
 	}
 
 	if err := os.Rename(aside, cookies[0]); err != nil {

@@ -297,7 +297,7 @@ func TestBrokerSIGTERMHandsOver(t *testing.T) {
 	exited := time.Now()
 	w.mark(exited) // the publishers go on until served through the other brokers
 	t.Logf("%s exited %v after SIGTERM", victim, exited.Sub(stopped))
-	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+	if code := p.exitCode(); code != 0 {
 		t.Errorf("%s exited with status %d after SIGTERM; want 0", victim, code)
 	}
 	var served time.Duration

@@ -152,10 +152,6 @@ func (c *jsCluster) owner(t *testing.T, topic string) string {
 	return ""
 }
 
-func (p *nodeProcess) signal(sig syscall.Signal) {
-	_ = p.cmd.Process.Signal(sig)
-}
-
 func other(id string) string {
 	if id == "b1" {
 		return "b2"

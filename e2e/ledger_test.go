@@ -382,12 +382,3 @@ func ledgerWriterMain(spec string) {
 	}
 	select {} // killed by the test, the ledger left OPEN
 }
-
-func (p *nodeProcess) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}

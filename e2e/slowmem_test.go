@@ -53,7 +53,7 @@ func TestSlowConsumersBrokerRSS(t *testing.T) {
 	addr := natsHostPort(t, b1.report.NATS)
 	total := scale(600) << 20
 
-	r := slowFlood(t, addr, b1.cmd.Process.Pid, 5, total)
+	r := slowFlood(t, addr, b1.pid(), 5, total)
 	t.Logf("strata broker: %s", r)
 	if r.peak-r.idle > slowRSSBound {
 		t.Errorf("broker RSS rose %d MiB above idle, bound %d MiB", (r.peak-r.idle)>>20, slowRSSBound>>20)

@@ -1,93 +1,82 @@
 // Package benchnode holds what the bench/ programs share: starting a
-// `strata node` process and reading its one-line report, the raw
-// write+fsync loop that measures the disk's physical limit, and latency
-// percentiles.
+// `strata node` process (through the fault harness, internal/harness)
+// and reading its one-line report, the raw write+fsync loop that measures
+// the disk's physical limit, and latency percentiles.
 package benchnode
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/stratamesh/strata/internal/meshfile"
+	"github.com/stratamesh/strata/internal/harness"
 )
 
 // Node is a running `strata node` and the endpoints it reported.
 type Node struct {
-	Cmd    *exec.Cmd
-	Report meshfile.Node
+	*harness.Node
+	Report harness.Report
 }
 
-// Start runs `strata <args>` (args begin with "node"), waits for its
-// one-line JSON report and returns it. With profile set, the node writes
-// its CPU profile there when stopped (STRATA_CPUPROFILE). env (KEY=VALUE
-// items) is added to the node's environment. The node dies with this
-// process (parent-death signal).
+// nodes is the one harness of the benchmark process (made on first use).
+var nodes struct {
+	sync.Mutex
+	h *harness.Harness
+}
+
+func theHarness() *harness.Harness {
+	nodes.Lock()
+	defer nodes.Unlock()
+	if nodes.h == nil {
+		nodes.h = harness.New(harness.Config{StopGrace: 30 * time.Second})
+	}
+	return nodes.h
+}
+
+// Start runs `strata <args>` (args begin with "node" and name --region
+// and --id), waits for its one-line JSON report and returns it. With
+// profile set, the node writes its CPU profile there when stopped
+// (STRATA_CPUPROFILE). env (KEY=VALUE items) is added to the node's
+// environment. Its output goes to <region>-<id>.log beside its --data-dir.
+// The node dies with this process (parent-death signal).
 func Start(strata string, args []string, profile string, env ...string) (*Node, error) {
-	cmd := exec.Command(strata, args...)
+	spec := harness.SpecFromArgs(strata, args)
 	if profile != "" {
 		env = append(env, "STRATA_CPUPROFILE="+profile)
 	}
-	if len(env) > 0 {
-		cmd.Env = append(os.Environ(), env...)
+	spec.Env = env
+	dir := os.TempDir()
+	for i, a := range spec.Args {
+		if a == "--data-dir" && i+1 < len(spec.Args) {
+			dir = filepath.Dir(spec.Args[i+1])
+		}
 	}
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.StdoutPipe()
+	spec.Log = filepath.Join(dir, spec.Region+"-"+spec.ID+".log")
+	n, err := theHarness().Start(spec)
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	n := &Node{Cmd: cmd}
-	started.Lock()
-	started.nodes = append(started.nodes, n)
-	started.Unlock()
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() {
-		n.Stop()
-		return nil, fmt.Errorf("%v: no report", args)
-	}
-	if err := json.Unmarshal(sc.Bytes(), &n.Report); err != nil {
-		n.Stop()
-		return nil, err
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	return n, nil
-}
-
-// started are the nodes Start has run, for KillAll.
-var started struct {
-	sync.Mutex
-	nodes []*Node
+	return &Node{Node: n, Report: n.Report()}, nil
 }
 
 // KillAll sends SIGKILL to every node Start has run (for an interrupted
-// benchmark about to remove their data), without waiting.
+// benchmark about to remove their data) and waits for them to exit.
 func KillAll() {
-	started.Lock()
-	defer started.Unlock()
-	for _, n := range started.nodes {
-		_ = n.Cmd.Process.Kill()
+	h := theHarness()
+	for _, n := range h.Nodes() {
+		_ = h.Kill(n.Spec().Region, n.Spec().ID)
 	}
 }
 
-// Stop sends SIGTERM and waits for the node to exit.
+// Stop sends SIGTERM (so a node run with a profile writes it) and waits
+// for the node to exit (SIGKILL after 30 s).
 func (n *Node) Stop() {
-	_ = n.Cmd.Process.Signal(syscall.SIGTERM)
-	_ = n.Cmd.Wait()
+	_, _ = theHarness().Stop(n.Spec().Region, n.Spec().ID)
 }
 
 // RawWriteFsync appends rounds batches of batch entries of size bytes to a

@@ -1,21 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/stratamesh/strata/internal/meshfile"
+	"github.com/stratamesh/strata/bench/benchmesh"
+	"github.com/stratamesh/strata/internal/harness"
 )
 
 // regionNames in topology order; changes are made in the first unless
@@ -36,11 +30,11 @@ func meshTopology(brokers int) string {
 	return b.String()
 }
 
+// node is one node of the mesh and its report.
 type node struct {
 	id     string
-	cmd    *exec.Cmd
-	report meshfile.Node
-	done   chan struct{}
+	pid    int
+	report harness.Report
 }
 
 type region struct {
@@ -51,8 +45,8 @@ type region struct {
 }
 
 type mesh struct {
+	*benchmesh.Mesh
 	dir, strata, topo string
-	keep              bool
 	regions           []*region
 	byName            map[string]*region
 	http              *http.Client
@@ -68,127 +62,36 @@ func newClient(conns int) *http.Client {
 	return &http.Client{Transport: tr, Timeout: 15 * time.Second}
 }
 
-// startMesh starts every region's meta node, 3 bookies and brokers, the
-// brokers joining one WAN pool through the first broker started. The
-// mesh returned (also on error) must be stopped.
+// startMesh starts every region's meta node, 3 bookies and brokers
+// (bench/benchmesh), the brokers joining one WAN pool through the first
+// broker started. The mesh returned (also on error) must be stopped.
 func startMesh(o options) (*mesh, error) {
-	dir, err := os.MkdirTemp("", "strata-config.")
-	if err != nil {
+	bm, err := benchmesh.Start(benchmesh.Options{Strata: o.strata, Topology: meshTopology(o.brokers),
+		Regions: regionNames, Brokers: o.brokers, Bookies: 3, TempPrefix: "strata-config.", LogLevel: o.logLevel, Keep: o.keep})
+	if bm == nil {
 		return nil, err
 	}
-	m := &mesh{dir: dir, strata: o.strata, keep: o.keep, byName: map[string]*region{}, http: newClient(64)}
-	if o.keep {
-		fmt.Fprintln(os.Stderr, "# data and logs in", dir)
-	}
-	m.topo = filepath.Join(dir, "topology.yaml")
-	if err := os.WriteFile(m.topo, []byte(meshTopology(o.brokers)), 0o644); err != nil {
-		return m, err
-	}
-	wanSeed := ""
-	for _, name := range regionNames {
-		r := &region{name: name}
-		m.regions = append(m.regions, r)
-		m.byName[name] = r
-		common := []string{"node", "--topology", m.topo, "--region", name, "--data-dir", filepath.Join(dir, "data"),
-			"--gossip", "loopback", "--log-level", o.logLevel}
-		if r.meta, err = m.start(name, "meta", common); err != nil {
-			return m, err
+	m := &mesh{Mesh: bm, dir: bm.Dir, strata: o.strata, topo: bm.Topo, byName: map[string]*region{}, http: newClient(64)}
+	conv := func(n *benchmesh.Node) *node { return &node{id: n.ID, pid: n.Report.PID, report: n.Report} }
+	for _, r := range bm.Regions {
+		lr := &region{name: r.Name}
+		if r.Meta != nil {
+			lr.meta = conv(r.Meta)
 		}
-		join := append(append([]string{}, common...), "--etcd", r.meta.report.Etcd, "--join", r.meta.report.SerfLAN)
-		for i := 1; i <= 3; i++ {
-			k, err := m.start(name, fmt.Sprintf("k%d", i), join)
-			if err != nil {
-				return m, err
-			}
-			r.bookies = append(r.bookies, k)
+		for _, k := range r.Bookies {
+			lr.bookies = append(lr.bookies, conv(k))
 		}
-		for i := 1; i <= o.brokers; i++ {
-			args := join
-			if wanSeed != "" {
-				args = append(append([]string{}, join...), "--wan-join", wanSeed)
-			}
-			b, err := m.start(name, fmt.Sprintf("b%d", i), args)
-			if err != nil {
-				return m, err
-			}
-			r.brokers = append(r.brokers, b)
-			if wanSeed == "" {
-				wanSeed = b.report.SerfWAN
-			}
+		for _, b := range r.Brokers {
+			lr.brokers = append(lr.brokers, conv(b))
 		}
+		m.regions = append(m.regions, lr)
+		m.byName[r.Name] = lr
 	}
-	return m, nil
+	return m, err
 }
 
-// start runs one node (args + --id id) with its log in the data
-// directory and waits for its one-line report. It dies with this
-// process (parent-death signal).
-func (m *mesh) start(region, id string, args []string) (*node, error) {
-	logPath := filepath.Join(m.dir, region+"-"+id+".log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	n := &node{id: id, cmd: exec.Command(m.strata, append(append([]string{}, args...), "--id", id)...), done: make(chan struct{})}
-	n.cmd.Stderr = logf
-	n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := n.cmd.StdoutPipe()
-	if err != nil {
-		logf.Close()
-		return nil, err
-	}
-	if err := n.cmd.Start(); err != nil {
-		logf.Close()
-		return nil, err
-	}
-	go func() { _ = n.cmd.Wait(); logf.Close(); close(n.done) }()
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() {
-		<-n.done
-		return nil, fmt.Errorf("%s.%s: no report (log %s)", region, id, logPath)
-	}
-	if err := json.Unmarshal(sc.Bytes(), &n.report); err != nil {
-		n.kill()
-		return nil, fmt.Errorf("%s.%s: report: %w", region, id, err)
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	return n, nil
-}
-
-// kill stops the node: SIGTERM, SIGKILL after 5 s.
-func (n *node) kill() {
-	_ = n.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-n.done:
-	case <-time.After(5 * time.Second):
-		_ = n.cmd.Process.Signal(syscall.SIGKILL)
-		<-n.done
-	}
-}
-
-// stop stops every node, brokers first, and removes the data directory
-// unless -keep.
-func (m *mesh) stop() {
-	for _, r := range m.regions {
-		for _, b := range r.brokers {
-			b.kill()
-		}
-	}
-	for _, r := range m.regions {
-		for _, k := range r.bookies {
-			k.kill()
-		}
-		if r.meta != nil {
-			r.meta.kill()
-		}
-	}
-	if !m.keep {
-		_ = os.RemoveAll(m.dir)
-	}
-}
+// stop stops every node and removes the data directory unless -keep.
+func (m *mesh) stop() { m.Stop() }
 
 // call is one admin request: it returns the status and body.
 func call(c *http.Client, method, url, body string) (int, []byte, error) {
@@ -229,46 +132,7 @@ func (m *mesh) must(method, url, body string, want ...int) ([]byte, error) {
 
 // waitWAN waits until every broker's view of the WAN pool holds every
 // broker of the mesh alive.
-func (m *mesh) waitWAN(limit time.Duration) error {
-	want := 0
-	for _, r := range m.regions {
-		want += len(r.brokers)
-	}
-	deadline := time.Now().Add(limit)
-	why := ""
-	for time.Now().Before(deadline) {
-		why = ""
-		for _, r := range m.regions {
-			for _, b := range r.brokers {
-				var v struct {
-					WAN []struct{ Name, State string }
-				}
-				body, err := m.must(http.MethodGet, b.report.Admin+"/admin/v1/members", "", http.StatusOK)
-				if err == nil {
-					err = json.Unmarshal(body, &v)
-				}
-				if err != nil {
-					why = err.Error()
-					continue
-				}
-				alive := 0
-				for _, mb := range v.WAN {
-					if mb.State == "alive" {
-						alive++
-					}
-				}
-				if alive != want && why == "" {
-					why = fmt.Sprintf("%s.%s sees %d of %d brokers alive in the WAN pool", r.name, b.id, alive, want)
-				}
-			}
-		}
-		if why == "" {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return errors.New("WAN pool incomplete: " + why)
-}
+func (m *mesh) waitWAN(limit time.Duration) error { return m.WaitWAN(m.http, limit) }
 
 // remoteBrokers is every broker outside region origin, with its region.
 func (m *mesh) remoteBrokers(origin string) []target {

@@ -138,7 +138,7 @@ var cpuGroups = []string{"r1 origin broker", "r1 other brokers", "r1 meta", "r1 
 // sampleGroups is the CPU time used so far by each group.
 func (m *mesh) sampleGroups() map[string]time.Duration {
 	s := map[string]time.Duration{}
-	pid := func(n *node) string { return strconv.Itoa(n.cmd.Process.Pid) }
+	pid := func(n *node) string { return strconv.Itoa(n.pid) }
 	for i, r := range m.regions {
 		pre := "r2+r3 "
 		if i == 0 {

@@ -18,7 +18,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,14 +32,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/stratamesh/strata/bench/benchnode"
-	"github.com/stratamesh/strata/internal/meshfile"
+	"github.com/stratamesh/strata/internal/harness"
 )
 
 const topology = `mesh: failover-bench
@@ -58,16 +56,16 @@ tenants:
         bundles: 4
 `
 
+// node is one node and its current ready report.
 type node struct {
 	id     string
-	args   []string
-	cmd    *exec.Cmd
-	report meshfile.Node
-	done   chan struct{}
+	report harness.Report
+	n      *harness.Node
 }
 
 type region struct {
 	strata, dir string
+	h           *harness.Harness // runs every node
 	common      []string
 	join        []string
 	brokers     map[string]*node
@@ -102,23 +100,19 @@ func run(strata string, runs, nBrokers, msgs, size int, keep bool) error {
 	if err := os.WriteFile(topo, []byte(fmt.Sprintf(topology, nBrokers)), 0o644); err != nil {
 		return err
 	}
-	r := &region{strata: strata, dir: dir, brokers: map[string]*node{}}
-	r.common = []string{"node", "--topology", topo, "--region", "r", "--data-dir", filepath.Join(dir, "data"), "--gossip", "loopback"}
+	r := &region{strata: strata, dir: dir, brokers: map[string]*node{}, h: harness.New(harness.Config{StopGrace: 5 * time.Second})}
+	defer r.h.Close()
+	r.common = []string{"--topology", topo, "--region", "r", "--data-dir", filepath.Join(dir, "data"), "--gossip", "loopback"}
 	meta, err := r.start("meta", nil)
 	if err != nil {
 		return err
 	}
-	defer r.stopAll(meta)
 	r.join = []string{"--etcd", meta.report.Etcd, "--join", meta.report.SerfLAN}
-	var bookies []*node
 	for i := 1; i <= 4; i++ {
-		b, err := r.start(fmt.Sprintf("k%d", i), r.join)
-		if err != nil {
+		if _, err := r.start(fmt.Sprintf("k%d", i), r.join); err != nil {
 			return err
 		}
-		bookies = append(bookies, b)
 	}
-	defer r.stopAll(bookies...)
 	for i := 1; i <= nBrokers; i++ {
 		id := fmt.Sprintf("b%d", i)
 		b, err := r.start(id, r.join)
@@ -128,11 +122,6 @@ func run(strata string, runs, nBrokers, msgs, size int, keep bool) error {
 		r.brokers[id] = b
 		r.ids = append(r.ids, id)
 	}
-	defer func() {
-		for _, b := range r.brokers {
-			r.stopAll(b)
-		}
-	}()
 	if err := r.waitBalanced(60 * time.Second); err != nil {
 		return err
 	}
@@ -177,51 +166,25 @@ func commit() string {
 	return strings.TrimSpace(string(out))
 }
 
-// start runs one node with its log in the data directory.
+// start runs one node (through the harness) with its log in the data
+// directory.
 func (r *region) start(id string, extra []string) (*node, error) {
-	args := append(append(append([]string{}, r.common...), "--id", id), extra...)
-	logf, err := os.OpenFile(filepath.Join(r.dir, id+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	spec := harness.SpecFromArgs(r.strata, append(append(append([]string{}, r.common...), "--id", id), extra...))
+	spec.Log = filepath.Join(r.dir, id+".log")
+	n, err := r.h.Start(spec)
 	if err != nil {
 		return nil, err
 	}
-	n := &node{id: id, args: args, cmd: exec.Command(r.strata, args...), done: make(chan struct{})}
-	n.cmd.Stderr = logf
-	n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := n.cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := n.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() { _ = n.cmd.Wait(); logf.Close(); close(n.done) }()
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() {
-		return nil, fmt.Errorf("node %s: no report (log %s)", id, filepath.Join(r.dir, id+".log"))
-	}
-	if err := json.Unmarshal(sc.Bytes(), &n.report); err != nil {
-		return nil, fmt.Errorf("node %s: report: %w", id, err)
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	return n, nil
+	return &node{id: id, report: n.Report(), n: n}, nil
 }
 
-func (r *region) stopAll(ns ...*node) {
-	for _, n := range ns {
-		_ = n.cmd.Process.Signal(syscall.SIGKILL)
-		<-n.done
-	}
-}
-
+// restart starts the killed broker id again with the same arguments.
 func (r *region) restart(id string) error {
-	b, err := r.start(id, r.join)
-	if err != nil {
+	if err := r.h.Restart("r", id); err != nil {
 		return err
 	}
-	r.brokers[id] = b
+	n, _ := r.h.Node("r", id)
+	r.brokers[id] = &node{id: id, report: n.Report(), n: n}
 	return nil
 }
 
@@ -230,10 +193,8 @@ func (r *region) admin(path string, v any) error {
 	var last error
 	for _, id := range r.ids {
 		b := r.brokers[id]
-		select {
-		case <-b.done:
+		if b.n.State() == harness.StateExited {
 			continue
-		default:
 		}
 		resp, err := http.Get(b.report.Admin + path)
 		if err != nil {
@@ -402,8 +363,9 @@ func (r *region) failoverRun(i int) (pub, dlv time.Duration, victim string, err 
 	mu.Lock()
 	killed = time.Now()
 	mu.Unlock()
-	_ = b.cmd.Process.Signal(syscall.SIGKILL)
-	<-b.done
+	if err := r.h.Kill("r", b.id); err != nil {
+		return 0, 0, victim, err
+	}
 	<-done
 	if ctx.Err() != nil {
 		return 0, 0, victim, errors.New("no publish or delivery within 30 s of the kill")

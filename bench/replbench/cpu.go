@@ -67,12 +67,12 @@ func (m *mesh) sampleCPU() cpuSample {
 	s := cpuSample{at: time.Now(), groups: map[string]time.Duration{}}
 	for _, r := range m.regions {
 		for _, b := range r.brokers {
-			s.groups[r.name+" brokers"] += procCPU(strconv.Itoa(b.cmd.Process.Pid))
+			s.groups[r.name+" brokers"] += procCPU(strconv.Itoa(b.pid))
 		}
 		for _, k := range r.bookies {
-			s.groups[r.name+" bookies"] += procCPU(strconv.Itoa(k.cmd.Process.Pid))
+			s.groups[r.name+" bookies"] += procCPU(strconv.Itoa(k.pid))
 		}
-		s.groups[r.name+" meta"] += procCPU(strconv.Itoa(r.meta.cmd.Process.Pid))
+		s.groups[r.name+" meta"] += procCPU(strconv.Itoa(r.meta.pid))
 	}
 	s.self = procCPU("self")
 	s.busy, s.total = machineCPU()

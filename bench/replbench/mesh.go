@@ -1,18 +1,13 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"syscall"
 	"time"
 
-	"github.com/stratamesh/strata/internal/meshfile"
+	"github.com/stratamesh/strata/bench/benchmesh"
+	"github.com/stratamesh/strata/internal/harness"
 )
 
 // topology is the benchmark's mesh: three regions, ledgers E/Qw/Qa all
@@ -39,11 +34,11 @@ tenants:
 // published.
 var regionNames = []string{"us-east", "eu-west", "ap-south"}
 
+// node is one node of the mesh and its report.
 type node struct {
 	id     string
-	cmd    *exec.Cmd
-	report meshfile.Node
-	done   chan struct{}
+	pid    int
+	report harness.Report
 }
 
 type region struct {
@@ -54,185 +49,48 @@ type region struct {
 }
 
 type mesh struct {
+	*benchmesh.Mesh
 	dir, strata string
-	keep        bool
 	regions     []*region
 	http        *http.Client
 }
 
-// startMesh starts every region's meta node, bookies and brokers, the
-// brokers joining one WAN pool through the first broker started. The
-// mesh returned (also on error) must be stopped.
+// startMesh starts every region's meta node, bookies and brokers
+// (bench/benchmesh), the brokers joining one WAN pool through the first
+// broker started. The mesh returned (also on error) must be stopped.
 func startMesh(o options) (*mesh, error) {
-	dir, err := os.MkdirTemp("", "strata-repl.")
-	if err != nil {
+	bm, err := benchmesh.Start(benchmesh.Options{Strata: o.strata, Topology: fmt.Sprintf(topology, o.brokers, o.bookies, o.ensemble),
+		Regions: regionNames, Brokers: o.brokers, Bookies: o.bookies, TempPrefix: "strata-repl.", LogLevel: o.logLevel, Keep: o.keep})
+	if bm == nil {
 		return nil, err
 	}
-	m := &mesh{dir: dir, strata: o.strata, keep: o.keep, http: &http.Client{Timeout: 5 * time.Second}}
-	if o.keep {
-		fmt.Fprintln(os.Stderr, "# data and logs in", dir)
-	}
-	topo := filepath.Join(dir, "topology.yaml")
-	if err := os.WriteFile(topo, []byte(fmt.Sprintf(topology, o.brokers, o.bookies, o.ensemble)), 0o644); err != nil {
-		return m, err
-	}
-	wanSeed := ""
-	for _, name := range regionNames {
-		r := &region{name: name}
-		m.regions = append(m.regions, r)
-		common := []string{"node", "--topology", topo, "--region", name, "--data-dir", filepath.Join(dir, "data"),
-			"--gossip", "loopback", "--log-level", o.logLevel}
-		if r.meta, err = m.start(name, "meta", common); err != nil {
-			return m, err
+	m := &mesh{Mesh: bm, dir: bm.Dir, strata: o.strata, http: &http.Client{Timeout: 5 * time.Second}}
+	conv := func(n *benchmesh.Node) *node { return &node{id: n.ID, pid: n.Report.PID, report: n.Report} }
+	for _, r := range bm.Regions {
+		lr := &region{name: r.Name}
+		if r.Meta != nil {
+			lr.meta = conv(r.Meta)
 		}
-		join := append(append([]string{}, common...), "--etcd", r.meta.report.Etcd, "--join", r.meta.report.SerfLAN)
-		for i := 1; i <= o.bookies; i++ {
-			k, err := m.start(name, fmt.Sprintf("k%d", i), join)
-			if err != nil {
-				return m, err
-			}
-			r.bookies = append(r.bookies, k)
+		for _, k := range r.Bookies {
+			lr.bookies = append(lr.bookies, conv(k))
 		}
-		for i := 1; i <= o.brokers; i++ {
-			args := join
-			if wanSeed != "" {
-				args = append(append([]string{}, join...), "--wan-join", wanSeed)
-			}
-			b, err := m.start(name, fmt.Sprintf("b%d", i), args)
-			if err != nil {
-				return m, err
-			}
-			r.brokers = append(r.brokers, b)
-			if wanSeed == "" {
-				wanSeed = b.report.SerfWAN
-			}
+		for _, b := range r.Brokers {
+			lr.brokers = append(lr.brokers, conv(b))
 		}
+		m.regions = append(m.regions, lr)
 	}
-	return m, nil
+	return m, err
 }
 
-// start runs one node (args + --id id) with its log in the data
-// directory and waits for its one-line report. It dies with this
-// process (parent-death signal).
-func (m *mesh) start(region, id string, args []string) (*node, error) {
-	logPath := filepath.Join(m.dir, region+"-"+id+".log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	n := &node{id: id, cmd: exec.Command(m.strata, append(append([]string{}, args...), "--id", id)...), done: make(chan struct{})}
-	n.cmd.Stderr = logf
-	n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := n.cmd.StdoutPipe()
-	if err != nil {
-		logf.Close()
-		return nil, err
-	}
-	if err := n.cmd.Start(); err != nil {
-		logf.Close()
-		return nil, err
-	}
-	go func() { _ = n.cmd.Wait(); logf.Close(); close(n.done) }()
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() {
-		<-n.done
-		return nil, fmt.Errorf("%s.%s: no report (log %s)", region, id, logPath)
-	}
-	if err := json.Unmarshal(sc.Bytes(), &n.report); err != nil {
-		n.kill()
-		return nil, fmt.Errorf("%s.%s: report: %w", region, id, err)
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	return n, nil
-}
-
-// kill stops the node: SIGTERM (so a node run with STRATA_CPUPROFILE
-// writes its profile), SIGKILL after 5 s.
-func (n *node) kill() {
-	_ = n.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-n.done:
-	case <-time.After(5 * time.Second):
-		_ = n.cmd.Process.Signal(syscall.SIGKILL)
-		<-n.done
-	}
-}
-
-// stop stops every node, brokers first, and removes the data directory
-// unless -keep.
-func (m *mesh) stop() {
-	for _, r := range m.regions {
-		for _, b := range r.brokers {
-			b.kill()
-		}
-	}
-	for _, r := range m.regions {
-		for _, k := range r.bookies {
-			k.kill()
-		}
-		if r.meta != nil {
-			r.meta.kill()
-		}
-	}
-	if !m.keep {
-		_ = os.RemoveAll(m.dir)
-	}
-}
+// stop stops every node and removes the data directory unless -keep.
+func (m *mesh) stop() { m.Stop() }
 
 // getJSON GETs url into v.
-func (m *mesh) getJSON(url string, v any) error {
-	resp, err := m.http.Get(url)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return json.NewDecoder(resp.Body).Decode(v)
-}
+func (m *mesh) getJSON(url string, v any) error { return benchmesh.GetJSON(m.http, url, v) }
 
 // waitWAN waits until every broker's view of the WAN pool holds every
 // broker of the mesh alive.
-func (m *mesh) waitWAN(limit time.Duration) error {
-	want := 0
-	for _, r := range m.regions {
-		want += len(r.brokers)
-	}
-	deadline := time.Now().Add(limit)
-	why := ""
-	for time.Now().Before(deadline) {
-		why = ""
-		for _, r := range m.regions {
-			for _, b := range r.brokers {
-				var v struct {
-					WAN []struct{ Name, State string }
-				}
-				if err := m.getJSON(b.report.Admin+"/admin/v1/members", &v); err != nil {
-					why = err.Error()
-					continue
-				}
-				alive := 0
-				for _, mb := range v.WAN {
-					if mb.State == "alive" {
-						alive++
-					}
-				}
-				if alive != want && why == "" {
-					why = fmt.Sprintf("%s.%s sees %d of %d brokers alive in the WAN pool", r.name, b.id, alive, want)
-				}
-			}
-		}
-		if why == "" {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return errors.New("WAN pool incomplete: " + why)
-}
+func (m *mesh) waitWAN(limit time.Duration) error { return m.WaitWAN(m.http, limit) }
 
 // replCursor is what the benchmark reads of a replicator cursor.
 type replCursor struct {

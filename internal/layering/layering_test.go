@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -134,6 +135,11 @@ var rules = []rule{
 		name: "the consumer core does no I/O and uses no third party",
 		pkgs: []string{"./broker/consumer"},
 		not:  slices.Concat(noIO, []string{"log/...", "third-party"}),
+	},
+	{
+		name: "only the harness starts node processes: up and the bench mesh starters do not exec",
+		pkgs: []string{"./internal/supervisor", "./bench/benchnode", "./bench/benchmesh"},
+		not:  []string{"os/exec"},
 	},
 	{
 		name: "jsapi is wire vocabulary: standard library only, no I/O packages",
@@ -306,4 +312,52 @@ func rel(path string) string {
 		return r
 	}
 	return path
+}
+
+// nodeCommand is how code runs `strata node` itself: an exec.Command whose
+// arguments begin with "node", or a "node" argument list handed to one.
+var nodeCommand = regexp.MustCompile(`exec\.Command(Context)?\([^\n]*"node"|\[\]string\{"node"`)
+
+// TestOnlyHarnessStartsNodes: no Go file of the module, tests included,
+// starts a `strata node` process except internal/harness (issue 26: one
+// copy of the process code). Packages may still exec other programs
+// (git, wrk, the strata CLI, `strata up`). A "node" argument list is
+// allowed where it is handed to the harness (SpecFromArgs drops it).
+func TestOnlyHarnessStartsNodes(t *testing.T) {
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || d.Name() == "vendor" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		r, _ := filepath.Rel(root, path)
+		if strings.HasPrefix(filepath.ToSlash(r), "internal/harness/") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		src := string(b)
+		if !strings.Contains(src, `"os/exec"`) {
+			return nil // a "node" argument list without exec goes to the harness
+		}
+		for i, line := range strings.Split(src, "\n") {
+			if nodeCommand.MatchString(line) {
+				t.Errorf("%s:%d starts `strata node` itself; start nodes through internal/harness:\n\t%s", r, i+1, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -20,6 +20,10 @@ type File struct {
 	// TLS is set when the mesh's listeners serve TLS: the files tools
 	// connect with. Absent: every endpoint is plaintext.
 	TLS *TLS `json:"tls,omitempty"`
+	// FaultSocket is the unix socket of `strata up`'s fault-control
+	// endpoint (package harness: kill, freeze, thaw, restart nodes and
+	// regions), <data-dir>/fault.sock; absent when nothing serves one.
+	FaultSocket string `json:"fault_socket,omitempty"`
 }
 
 // TLS names what a tool needs to reach a TLS mesh: the CA to trust and,

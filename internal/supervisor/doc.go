@@ -5,9 +5,11 @@
 //
 // It owns: the start order (each region's meta node first, so etcd and a
 // Serf LAN seed exist; then one broker per region, each joining the WAN
-// pool through the first; then everything else in parallel), node process
-// management (parent-death signal, own process group, logs under
-// <data-dir>/logs), the data directory lock, and mesh.json's lifecycle.
+// pool through the first; then everything else in parallel), the nodes'
+// command lines and logs under <data-dir>/logs, the data directory lock,
+// mesh.json's lifecycle, and serving the fault socket <data-dir>/fault.sock
+// while it runs. Node processes themselves (parent-death signal, ready
+// reports, stop, faults) are package harness's.
 //
 // It must not: contain node logic; a node is `strata node` (package region)
 // and talks to the supervisor only through its command line, its one-line

@@ -14,7 +14,7 @@ import (
 func (r *run) printEndpoints(took time.Duration) {
 	f := r.file
 	fmt.Fprintf(r.out, "strata up: mesh %s is running (%d nodes started in %v)\n",
-		f.Mesh, len(r.procs), took.Round(10*time.Millisecond))
+		f.Mesh, r.started, took.Round(10*time.Millisecond))
 	for _, reg := range f.Regions {
 		tier := reg.Tier.Kind
 		if reg.Tier.Dir != "" {
@@ -36,6 +36,7 @@ func (r *run) printEndpoints(took time.Duration) {
 	r.printSecurity()
 	fmt.Fprintf(r.out, "\nEndpoints are in %s. `strata status --data-dir %s` shows live membership. Ctrl-C stops the mesh.\n",
 		meshfile.Path(r.cfg.DataDir), r.cfg.DataDir)
+	fmt.Fprintf(r.out, "Fault control (kill, freeze, restart nodes or regions; `strata drill`): %s\n", f.FaultSocket)
 }
 
 func dash(s string) string {

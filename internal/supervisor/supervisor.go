@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stratamesh/strata/internal/harness"
 	"github.com/stratamesh/strata/internal/meshfile"
 	"github.com/stratamesh/strata/internal/nodedir"
 	"github.com/stratamesh/strata/internal/tlsconf"
@@ -25,25 +26,26 @@ type run struct {
 	cfg    Config
 	logger *slog.Logger
 	out    io.Writer
-	sp     *spawner
-	env    []string     // added to every node's environment
-	dev    *tlsconf.Dev // --secure: the development secrets (secure.go)
+	h      *harness.Harness // runs the node processes; set before startAll
+	env    []string         // added to every node's environment
+	dev    *tlsconf.Dev     // --secure: the development secrets (secure.go)
 	// superToken is the superuser's admin token when up made or read it
 	// ("" when the topology gives only its hash).
 	superToken string
 
 	mu       sync.Mutex
-	procs    []*process
-	file     *meshfile.File
+	started  int            // nodes started by startAll
+	file     *meshfile.File // nil until every node has started
 	stopping bool
-	watchers sync.WaitGroup
 }
 
-// Run starts every node of cfg.Mesh, writes mesh.json, prints the
+// Run starts every node of cfg.Mesh, serves the fault-control socket
+// <DataDir>/fault.sock (package harness), writes mesh.json, prints the
 // endpoints and then supervises until ctx ends, when it stops every node
-// (SIGTERM, then SIGKILL after StopGrace), removes mesh.json and returns
-// nil. If any node fails to start, every node already started is stopped
-// and the error names the node and shows its last log lines.
+// (SIGTERM, then SIGKILL after StopGrace), removes mesh.json and the
+// socket and returns nil. If any node fails to start, every node already
+// started is stopped and the error names the node and shows its last log
+// lines.
 func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -64,14 +66,13 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer unlock()
-	r := &run{cfg: cfg, logger: cfg.Logger, out: cfg.Out, sp: newSpawner()}
+	r := &run{cfg: cfg, logger: cfg.Logger, out: cfg.Out}
 	if r.logger == nil {
 		r.logger = slog.New(slog.DiscardHandler)
 	}
 	if r.out == nil {
 		r.out = io.Discard
 	}
-	defer r.sp.close()
 	if os.Getenv("GOMAXPROCS") == "" {
 		nodes, procs := nodeProcs(cfg.Mesh, runtime.NumCPU())
 		r.env = append(r.env, "GOMAXPROCS="+strconv.Itoa(procs))
@@ -86,12 +87,29 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := PrepareNATSAuth(r.cfg.Mesh, cfg.DataDir, r.out); err != nil {
 		return err
 	}
+	r.h = harness.New(harness.Config{StartTimeout: cfg.StartTimeout, StopGrace: cfg.StopGrace, Env: r.env,
+		Logger: r.logger, OnExit: r.onExit, OnReady: r.onReady})
 	started := time.Now()
 	if err := r.startAll(); err != nil {
 		r.stopAll()
 		return err
 	}
-	if err := r.writeFile(started); err != nil {
+	sock := filepath.Join(cfg.DataDir, harness.SocketName)
+	ln, err := harness.ListenSocket(sock)
+	if err != nil {
+		r.stopAll()
+		return err
+	}
+	serveCtx, stopServe := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- harness.ServeListener(serveCtx, r.h, ln) }()
+	defer func() { // the socket goes before Run returns, on every path
+		stopServe()
+		if err := <-served; err != nil {
+			r.logger.Error("fault socket", "err", err)
+		}
+	}()
+	if err := r.writeFile(started, sock); err != nil {
 		r.stopAll()
 		return err
 	}
@@ -100,14 +118,10 @@ func Run(ctx context.Context, cfg Config) error {
 		// The mesh runs; only the demo users are missing.
 		fmt.Fprintf(r.out, "strata up: no demo NATS users: %v (make users with `strata admin tenants users add`)\n", err)
 	}
-	for _, p := range r.procs {
-		r.watchers.Add(1)
-		go r.watch(p)
-	}
 	<-ctx.Done()
 	fmt.Fprintln(r.out, "strata up: stopping every node…")
+	stopServe() // no fault commands while the nodes stop
 	r.stopAll()
-	r.watchers.Wait()
 	if err := meshfile.Remove(cfg.DataDir); err != nil {
 		return err
 	}
@@ -154,8 +168,8 @@ func (r *run) startAll() error {
 		return err
 	}
 	for _, p := range procs {
-		lanSeed[p.region] = p.report.SerfLAN
-		etcd[p.region] = p.report.Etcd
+		lanSeed[p.Spec().Region] = p.Report().SerfLAN
+		etcd[p.Spec().Region] = p.Report().Etcd
 	}
 	var wanSeeds []string
 	var rest []startSpec
@@ -168,9 +182,9 @@ func (r *run) startAll() error {
 			return err
 		}
 		if lanSeed[reg.Name] == "" {
-			lanSeed[reg.Name] = p.report.SerfLAN
+			lanSeed[reg.Name] = p.Report().SerfLAN
 		}
-		wanSeeds = append(wanSeeds, p.report.SerfWAN)
+		wanSeeds = append(wanSeeds, p.Report().SerfWAN)
 		for _, n := range append(brokers[1:], reg.NodesOf(topology.RoleBookie)...) {
 			rest = append(rest, startSpec{region: reg, node: n})
 		}
@@ -226,84 +240,110 @@ func (r *run) args(s startSpec) []string {
 	return a
 }
 
-func (r *run) startOne(s startSpec) (*process, error) {
-	logPath := filepath.Join(r.cfg.DataDir, "logs", s.region.Name+"-"+s.node.ID+".log")
-	r.logger.Info("starting node", "region", s.region.Name, "node", s.node.ID, "role", s.node.Role)
-	p, err := startNode(r.sp, r.cfg.Executable, r.args(s), r.env, s.region.Name, s.node.ID, s.node.Role, logPath, r.cfg.StartTimeout)
+func (r *run) spec(s startSpec) harness.NodeSpec {
+	return harness.NodeSpec{Region: s.region.Name, ID: s.node.ID, Role: s.node.Role, Exe: r.cfg.Executable,
+		Args: r.args(s)[1:], Log: filepath.Join(r.cfg.DataDir, "logs", s.region.Name+"-"+s.node.ID+".log")}
+}
+
+func (r *run) startOne(s startSpec) (*harness.Node, error) {
+	n, err := r.h.Start(r.spec(s))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("supervisor: %w", err)
 	}
 	r.mu.Lock()
-	r.procs = append(r.procs, p)
+	r.started++
 	r.mu.Unlock()
-	return p, nil
+	return n, nil
 }
 
-func (r *run) startParallel(specs []startSpec) ([]*process, error) {
-	procs := make([]*process, len(specs))
-	errs := make([]error, len(specs))
-	var wg sync.WaitGroup
+func (r *run) startParallel(specs []startSpec) ([]*harness.Node, error) {
+	hs := make([]harness.NodeSpec, len(specs))
 	for i, s := range specs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			procs[i], errs[i] = r.startOne(s)
-		}()
+		hs[i] = r.spec(s)
 	}
-	wg.Wait()
-	return procs, errors.Join(errs...)
+	nodes, err := r.h.StartParallel(hs)
+	r.mu.Lock()
+	for _, n := range nodes {
+		if n != nil {
+			r.started++
+		}
+	}
+	r.mu.Unlock()
+	if err != nil {
+		return nodes, fmt.Errorf("supervisor: %w", err)
+	}
+	return nodes, nil
 }
 
-// stopAll stops brokers and bookies first (in parallel), then meta nodes,
-// so nodes can still deregister from etcd while they stop.
+// stopAll stops every node: brokers and bookies first (in parallel), then
+// meta nodes, so nodes can still deregister from etcd while they stop.
 func (r *run) stopAll() {
 	r.mu.Lock()
 	r.stopping = true
-	procs := append([]*process(nil), r.procs...)
 	r.mu.Unlock()
-	for _, metaPhase := range []bool{false, true} {
-		var wg sync.WaitGroup
-		for _, p := range procs {
-			if (p.role == topology.RoleMeta) != metaPhase {
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if !p.terminate(r.cfg.StopGrace) {
-					fmt.Fprintf(r.out, "strata up: node %s did not stop within %v; killed\n", p.name(), r.cfg.StopGrace)
-				}
-			}()
-		}
-		wg.Wait()
-	}
+	r.h.CloseReport(func(n *harness.Node) {
+		fmt.Fprintf(r.out, "strata up: node %s did not stop within %v; killed\n", n.Name(), r.cfg.StopGrace)
+	})
 }
 
-// watch reports a node that exits while the mesh is running, and records
-// it in mesh.json.
-func (r *run) watch(p *process) {
-	defer r.watchers.Done()
-	<-p.exited
+// onExit reports a node that exits while the mesh is running, and records
+// it in mesh.json. A death the harness caused (a fault command) is one
+// line; any other is a crash report with the command to start it again.
+func (r *run) onExit(n *harness.Node, _ error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopping {
 		return
 	}
-	how := p.exitDescription()
-	fmt.Fprintf(r.out, "strata up: node %s (pid %d) exited: %s; log: %s\n  to start it again by hand (it is then yours to stop): %s\n",
-		p.name(), p.report.PID, how, p.logPath, shellCommand(p.cmd.Args))
-	if n := r.file.Node(p.region, p.id); n != nil {
-		n.Exited = how
-		if err := meshfile.Write(r.cfg.DataDir, r.file); err != nil {
-			r.logger.Error("rewrite mesh.json", "err", err)
-		}
+	info := n.Info()
+	if info.Intended {
+		fmt.Fprintf(r.out, "strata up: node %s (pid %d) killed by a fault command\n", n.Name(), info.PID)
+	} else {
+		fmt.Fprintf(r.out, "strata up: node %s (pid %d) exited: %s; log: %s\n  to start it again by hand (it is then yours to stop): %s\n",
+			n.Name(), info.PID, info.Exit, n.Spec().Log, shellCommand(n.Spec().Command()))
+	}
+	r.record(n, info.Exit)
+}
+
+// onReady records a node restarted by a fault command in mesh.json (its
+// ports may have changed).
+func (r *run) onReady(n *harness.Node) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.file == nil || r.stopping { // still starting: writeFile takes every report
+		return
+	}
+	fmt.Fprintf(r.out, "strata up: node %s restarted (pid %d)\n", n.Name(), n.PID())
+	r.record(n, "")
+}
+
+// record rewrites n's entry of mesh.json: its report and how it exited.
+// The caller holds r.mu.
+func (r *run) record(n *harness.Node, exited string) {
+	if r.file == nil {
+		return
+	}
+	e := r.file.Node(n.Spec().Region, n.Spec().ID)
+	if e == nil {
+		return
+	}
+	*e = meshNode(n.Report())
+	e.Exited = exited
+	if err := meshfile.Write(r.cfg.DataDir, r.file); err != nil {
+		r.logger.Error("rewrite mesh.json", "err", err)
 	}
 }
 
+// meshNode is a ready report as mesh.json lists it.
+func meshNode(rep harness.Report) meshfile.Node {
+	return meshfile.Node{ID: rep.ID, Role: rep.Role, PID: rep.PID, Etcd: rep.Etcd, NATS: rep.NATS, GRPC: rep.GRPC,
+		Admin: rep.Admin, SerfLAN: rep.SerfLAN, SerfWAN: rep.SerfWAN}
+}
+
 // writeFile writes mesh.json from the nodes' reports, regions and nodes in
-// topology order.
-func (r *run) writeFile(started time.Time) error {
-	f := &meshfile.File{Mesh: r.cfg.Mesh.Name, StartedAt: started.UTC().Truncate(time.Second)}
+// topology order, naming the fault socket.
+func (r *run) writeFile(started time.Time, faultSocket string) error {
+	f := &meshfile.File{Mesh: r.cfg.Mesh.Name, StartedAt: started.UTC().Truncate(time.Second), FaultSocket: faultSocket}
 	if t := r.cfg.Mesh.TLS; t != nil {
 		f.TLS = &meshfile.TLS{CAFile: t.CAFile}
 		if r.dev != nil {
@@ -315,10 +355,10 @@ func (r *run) writeFile(started time.Time) error {
 		entry := meshfile.Region{Name: reg.Name, Tier: tierOf(reg, r.cfg.DataDir), MetaPrefix: r.cfg.Mesh.KeyPrefix(reg)}
 		for _, role := range []string{topology.RoleMeta, topology.RoleBroker, topology.RoleBookie} {
 			for _, n := range reg.NodesOf(role) {
-				for _, p := range r.procs {
-					if p.region == reg.Name && p.id == n.ID {
-						entry.Nodes = append(entry.Nodes, p.report)
-					}
+				if p, ok := r.h.Node(reg.Name, n.ID); ok {
+					e := meshNode(p.Report())
+					e.Exited = p.ExitDescription()
+					entry.Nodes = append(entry.Nodes, e)
 				}
 			}
 		}
@@ -330,8 +370,8 @@ func (r *run) writeFile(started time.Time) error {
 		f.Regions = append(f.Regions, entry)
 	}
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.file = f
-	r.mu.Unlock()
 	return meshfile.Write(r.cfg.DataDir, f)
 }
 

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/stratamesh/strata/bookie/storage"
+	"github.com/stratamesh/strata/internal/harness"
 	"github.com/stratamesh/strata/internal/meshfile"
 	"github.com/stratamesh/strata/internal/nodedir"
 	"github.com/stratamesh/strata/internal/testutil"
@@ -162,6 +163,48 @@ func TestRunStartsStopsAndReports(t *testing.T) {
 		t.Fatalf("the death's report does not give the command to start west/k2 again:\n%s", o)
 	}
 
+	// The fault socket: a kill through it is one line, not a crash
+	// report; a restart puts the node back in mesh.json.
+	sock := filepath.Join(dataDir, harness.SocketName)
+	if f.FaultSocket != sock {
+		t.Fatalf("mesh.json names fault socket %q, want %q", f.FaultSocket, sock)
+	}
+	faults, err := harness.Dial(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer faults.Close()
+	if err := faults.Kill("east", "k1"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "the fault kill reported", 30*time.Second, func() bool {
+		g, err := meshfile.Read(dataDir)
+		return err == nil && g.Node("east", "k1").Exited == "signal: killed" &&
+			strings.Contains(out.String(), "node east/k1 (pid")
+	})
+	if o := out.String(); !strings.Contains(o, "node east/k1 (pid "+strconv.Itoa(f.Node("east", "k1").PID)+") killed by a fault command\n") ||
+		strings.Count(o, "to start it again by hand") != 1 {
+		t.Fatalf("a fault kill is reported as a crash, or not at all:\n%s", o)
+	}
+	if err := faults.Restart("west", "k2"); err != nil { // after a crash
+		t.Fatal(err)
+	}
+	g, err := meshfile.Read(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := g.Node("west", "k2"); n.Exited != "" || n.PID == victim.PID || syscall.Kill(n.PID, 0) != nil {
+		t.Fatalf("west/k2 after restart in mesh.json: %+v", n)
+	}
+	if !strings.Contains(out.String(), "node west/k2 restarted (pid "+strconv.Itoa(g.Node("west", "k2").PID)+")") {
+		t.Fatalf("restart not reported:\n%s", out)
+	}
+	infos, err := faults.Nodes()
+	if err != nil || len(infos) != 9 {
+		t.Fatalf("fault socket lists %v, %v", infos, err)
+	}
+	f = g
+
 	cancel()
 	select {
 	case err := <-done:
@@ -180,6 +223,9 @@ func TestRunStartsStopsAndReports(t *testing.T) {
 	}
 	if _, err := meshfile.Read(dataDir); !errors.Is(err, meshfile.ErrNotRunning) {
 		t.Fatalf("mesh.json after stop: %v", err)
+	}
+	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("fault socket after stop: %v", err)
 	}
 }
 
