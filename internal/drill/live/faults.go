@@ -8,12 +8,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/stratamesh/strata/internal/harness"
 )
 
-// Faults is the fault harness's control API (internal/harness, served by
-// `strata up` on <data-dir>/fault.sock). Declared here with the
-// harness's method names until that package is merged; *harness.Remote
-// satisfies it.
+// Faults is the part of the fault harness's control API
+// (harness.Faults, served by `strata up` on <data-dir>/fault.sock) that a
+// drill uses; *harness.Remote satisfies it.
 type Faults interface {
 	KillRegion(region string) error
 	FreezeRegion(region string) error
@@ -27,14 +28,18 @@ type Faults interface {
 var ErrNoFaults = errors.New("drill: no fault socket")
 
 // DialFaults connects to the fault socket of the `strata up` whose data
-// directory is dataDir. It is a variable so that the harness's Dial can
-// be plugged in; until then it reports ErrNoFaults.
+// directory is dataDir (harness.Dial). It is a variable so that tests can
+// plug in a fake.
 var DialFaults = func(dataDir string) (Faults, error) {
-	sock := filepath.Join(dataDir, "fault.sock")
+	sock := filepath.Join(dataDir, harness.SocketName)
 	if _, err := os.Stat(sock); err != nil {
 		return nil, fmt.Errorf("%w at %s: the drill needs a `strata up` serving one, or --cut-cmd and --heal-cmd", ErrNoFaults, sock)
 	}
-	return nil, fmt.Errorf("%w: this build cannot speak the fault harness's protocol at %s", ErrNoFaults, sock)
+	r, err := harness.Dial(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoFaults, err)
+	}
+	return r, nil
 }
 
 // Fault cuts and heals one region.
