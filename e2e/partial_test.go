@@ -135,7 +135,11 @@ func TestPartialConnectivity(t *testing.T) {
 		t.Fatalf("partial connectivity needs network namespaces: %v", err)
 	}
 	t.Cleanup(func() { n.Close() })
+
 	c := startPartialMesh(t, n, regions)
+	if os.Getenv("STRATA_E2E_KEEP") != "" {
+		t.Cleanup(func() { t.Errorf("STRATA_E2E_KEEP: failing to print the logs") })
+	}
 	t.Logf("3 regions started in namespaces in %v", time.Since(began))
 	partialScenario(t, c, n)
 	t.Logf("TestPartialConnectivity took %v", time.Since(began))
@@ -155,6 +159,7 @@ type regionLinks interface {
 // last origin sequence (its storage held for c is released); healed,
 // nothing is duplicated.
 func partialScenario(t *testing.T, c *geoCluster, links regionLinks) {
+	began := time.Now()
 	js := map[string]jetstream.JetStream{}
 	for _, r := range []string{"a", "b", "c"} {
 		js[r] = geoConnect(t, c.regions[r].urls())
@@ -184,6 +189,7 @@ func partialScenario(t *testing.T, c *geoCluster, links regionLinks) {
 		publish(r, 1, 1)
 	}
 	c.waitConverged(t, []string{"a", "b", "c"}, geoTopic, 3, 90*time.Second)
+	t.Logf("warm-up converged after %v", time.Since(began))
 
 	if err := links.Cut("b", "c"); err != nil {
 		t.Fatal(err)
@@ -192,6 +198,7 @@ func partialScenario(t *testing.T, c *geoCluster, links regionLinks) {
 	t.Log("cut b–c (a–b and a–c up)")
 	N := scale(200)
 	publish("b", 2, N+1)
+	t.Logf("published %d in b %v after the cut", N, time.Since(cutAt))
 	// Consume and acknowledge in b.
 	cons, err := js["b"].CreateOrUpdateConsumer(ctx, geoStream, jetstream.ConsumerConfig{Durable: "partial", AckPolicy: jetstream.AckExplicitPolicy})
 	if err != nil {
@@ -212,6 +219,7 @@ func partialScenario(t *testing.T, c *geoCluster, links regionLinks) {
 			t.Fatalf("consumed %d of %d in b", got, N+3)
 		}
 	}
+	t.Logf("consumed and acknowledged them in b %v after the cut", time.Since(cutAt))
 	// c holds b's messages (through a) and b's cursor towards c is at
 	// b's last origin sequence, with b–c still cut.
 	want := uint64(N + 3)
