@@ -40,6 +40,20 @@
 //     starting at 0, so its messages are never dropped against an old
 //     incarnation's HWM. Its state (ReceiverState) is JSON the driver
 //     persists; a restored receiver gives the same answers.
+//   - Relay (issue 26 item 8; relay.go): what this region has learned of
+//     other regions' marks (Mark: holder, stream, HWM — carried in every
+//     answer) and the decision, with time passed in, to forward this
+//     region's copies of another origin's stream to a region whose known
+//     mark has stayed below what is held here for the relay delay
+//     (Plan.Routes), or to ask for marks when this region's own stream
+//     stays behind somewhere (Plan.Probe). NewRelaySender sends such
+//     copies: from the remote's known mark, one message in flight until
+//     its first answer, never a gap record. Sender.Learn moves a cursor
+//     to a mark of its remote learned through a third region (so the
+//     origin's storage is released while the direct link is down);
+//     Sender.Probe resends the message at the position to get an answer
+//     with marks. The receiver's rule (HWM+1 per stream, whoever sends)
+//     keeps relayed copies exactly-once and loop-free.
 //
 // # What it must not do
 //
@@ -73,6 +87,10 @@
 //   - Persist State when Position changed (batching is safe: a restored
 //     sender resends, and the remote answers duplicates).
 //   - Export Status: health, lag, last success, counters.
+//   - Pass the marks of every answer to the topic's Relay, and those of
+//     the local stream to the cursor of their holder (Learn); run the
+//     relays Relay.Plan lists and stop the others; on Plan.Probe, call
+//     Probe on the other cursors at most once per relay delay.
 //
 // Receiver (one per region owner of the topics):
 //

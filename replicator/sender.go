@@ -52,6 +52,11 @@ type Sender struct {
 	sentHigh   uint64    // the highest origin sequence ever put in a batch in this life
 	now        time.Time // the latest time passed in
 	stats      Stats
+
+	// relay: this sender forwards another origin's stream (NewRelaySender):
+	// it sends no gap records, and while probing (until its first answer)
+	// at most one message is in flight.
+	relay, probing bool
 }
 
 // flight is an in-flight batch.
@@ -102,6 +107,79 @@ func NewSender(cfg Config, stream Stream, remote string, st SenderState, src Sou
 	return s, nil
 }
 
+// NewRelaySender returns a sender that forwards this region's copies of
+// stream, whose origin is another region, to remote (not the origin),
+// from origin sequence from+1 (the remote's mark as known here; the
+// position is not persisted: a relay restarts from what is known). src
+// reads the copies of stream held here by origin sequence; LastSeq is
+// this region's mark of it. It differs from a sender of local origin in
+// three ways: it never sends a gap record (a copy missing here, trimmed
+// or skipped, is no proof of loss: the origin may still hold it; the
+// relay waits at it), it puts one message in flight until its first
+// answer (a probe: if the remote already holds more, the cost is one
+// message), and a remote mark above LastSeq is accepted (the remote may
+// have more from the origin itself). Errors wrap ErrInvalid.
+func NewRelaySender(cfg Config, stream Stream, remote string, from uint64, src Source, now time.Time) (*Sender, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := stream.validate(); err != nil {
+		return nil, err
+	}
+	switch {
+	case remote == "" || remote == stream.Region:
+		return nil, fmt.Errorf("%w: relay to region %q of origin %q", ErrInvalid, remote, stream.Region)
+	case src == nil:
+		return nil, fmt.Errorf("%w: nil Source", ErrInvalid)
+	}
+	s := &Sender{
+		cfg: cfg, stream: stream, remote: remote, src: src, bo: newBackoff(cfg),
+		acked: from, next: from + 1, nextID: 1, now: now, relay: true, probing: true,
+	}
+	s.observe(now)
+	return s, nil
+}
+
+// Relay reports whether s forwards another origin's stream.
+func (s *Sender) Relay() bool { return s.relay }
+
+// Learn applies a mark of the remote learned from a third region (an
+// answer's marks, from a region that relays to it): the remote holds
+// every origin sequence <= hwm of the sender's stream, so the position
+// moves there (at most to the source's LastSeq) and the storage held for
+// the remote can be released. A mark at or below the position changes
+// nothing. In-flight batches it covers leave the window; their late
+// answers are stale. It reports whether the position moved.
+func (s *Sender) Learn(now time.Time, hwm uint64) bool {
+	s.now = now
+	hwm = min(hwm, s.src.LastSeq())
+	if hwm <= s.acked {
+		return false
+	}
+	s.stats.Learned += hwm - s.acked
+	s.advance(now, hwm)
+	return true
+}
+
+// Probe returns a batch of one message, the one at the position (already
+// acknowledged), to ask the remote for its marks, when nothing is in
+// flight, no backoff runs and that message is still stored; ok is false
+// otherwise. The remote answers Duplicate (with its marks: the driver
+// reads them); the answer is applied like any other. The driver calls it
+// when Relay.Plan says Probe, at most once per relay delay.
+func (s *Sender) Probe(now time.Time) (b Batch, ok bool) {
+	s.now = now
+	if s.relay || len(s.inflight) > 0 || now.Before(s.retryAt) || s.acked == 0 || s.acked < s.src.FirstSeq() {
+		return Batch{}, false
+	}
+	m, err := s.src.Load(s.acked)
+	if err != nil {
+		return Batch{}, false
+	}
+	s.stats.Probes++
+	return s.track(Batch{First: s.acked, Last: s.acked, Msgs: []Msg{m}, Bytes: m.Bytes()}, now), true
+}
+
 // Stream is the stream the sender replicates.
 func (s *Sender) Stream() Stream { return s.stream }
 
@@ -138,6 +216,12 @@ func (s *Sender) Send(now time.Time) ([]Batch, error) {
 		if s.next > last {
 			break
 		}
+		if s.probing && s.n > 0 {
+			break
+		}
+		if s.next < first && s.relay {
+			break // no gap records from a relay: the origin may hold them
+		}
 		if s.next < first {
 			out = append(out, s.track(Batch{Gap: true, First: s.next, Last: first - 1}, now))
 			s.stats.GapRecords++
@@ -168,6 +252,9 @@ func (s *Sender) Send(now time.Time) ([]Batch, error) {
 func (s *Sender) build(last uint64) (Batch, error) {
 	b := Batch{First: s.next}
 	room := min(uint64(s.cfg.MaxBatchMsgs), uint64(s.cfg.MaxInFlight)-s.n)
+	if s.probing {
+		room = 1
+	}
 	for seq := s.next; seq <= last && uint64(len(b.Msgs)) < room; seq++ {
 		m, err := s.src.Load(seq)
 		if err != nil {
@@ -229,6 +316,9 @@ func (s *Sender) Answer(now time.Time, a Answer) error {
 		return nil
 	}
 	f := s.inflight[i]
+	if a.Kind != Failed {
+		s.probing = false
+	}
 	switch a.Kind {
 	case Stored, Duplicate:
 		if a.HWM < f.last {
@@ -272,6 +362,9 @@ func (s *Sender) Answer(now time.Time, a Answer) error {
 }
 
 func (s *Sender) checkAhead(a Answer) error {
+	if s.relay {
+		return nil // the remote may hold more, from the origin itself
+	}
 	if last := s.src.LastSeq(); a.HWM > last {
 		return fmt.Errorf("%w: answer %v, last origin seq %d", ErrAheadOfSource, a, last)
 	}

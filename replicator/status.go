@@ -56,6 +56,8 @@ type Stats struct {
 	Timeouts     uint64 // batches that got no answer within AckTimeout
 	StaleAnswers uint64 // answers to batches no longer in flight
 	Regressions  uint64 // refusals below the position (the remote lost state)
+	Learned      uint64 // sequences acknowledged through a third region (Sender.Learn)
+	Probes       uint64 // probe batches sent (Sender.Probe)
 }
 
 // Status is a sender's health, window and lag at one time.

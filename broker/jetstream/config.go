@@ -170,6 +170,12 @@ type Config struct {
 	// Replicator tunes replicator cursors (send window, batching,
 	// backoff, stall time); zero fields take replicator's defaults.
 	Replicator replicator.Config
+	// RelayDelay is how long another region must stay behind what this
+	// region holds of a stream before this region relays its copies
+	// there (repl_relay.go). Default 5 s: longer costs latency on a cut
+	// link; shorter may relay copies the origin was about to deliver
+	// (harmless duplicates, but double traffic).
+	RelayDelay time.Duration
 	// SubSyncInterval is how often a replicated subscription ships its
 	// ack set to the other regions. Default 1 s: a consumer that moves
 	// region gets at most about this much of acks again.

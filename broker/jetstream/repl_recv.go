@@ -158,6 +158,7 @@ func (t *topic) receiveGap(m message, b *replicator.Batch) {
 		a.Kind, a.Error = replicator.Failed, err.Error()
 	default:
 		a.Kind, a.HWM, a.Lost = replicator.Stored, res.HWM, res.Lost
+		a.Marks = t.replMarks(b.Stream.Region)
 		if res.Duplicate {
 			a.Kind = replicator.Duplicate
 		}
@@ -215,6 +216,7 @@ func (rc *receipt) answer() {
 		a.Kind, a.Error = replicator.Failed, rc.err.Error()
 	default:
 		a.Kind, a.HWM = replicator.Stored, t.ml.OriginHWM(b.Stream)
+		a.Marks = t.replMarks(b.Stream.Region)
 		if rc.dup == len(b.Msgs) {
 			a.Kind = replicator.Duplicate
 		}

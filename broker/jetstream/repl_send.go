@@ -171,8 +171,13 @@ type replSender struct {
 	// frozen is a test hook (testhooks.go): sends are dropped, and stats
 	// report no lag.
 	frozen atomic.Bool
-	quit   chan struct{} // closed by stop: the region left the replication list
-	once   sync.Once
+	// learned is the highest mark of the remote learned through a third
+	// region (repl_relay.go), probe a request for marks: the life loop
+	// applies both.
+	learned atomic.Uint64
+	probe   atomic.Bool
+	quit    chan struct{} // closed by stop: the region left the replication list
+	once    sync.Once
 
 	mu     sync.Mutex
 	status replicator.Status
@@ -191,6 +196,7 @@ func (t *topic) startReplication(ml *mledger.ML) {
 		t.mu.Unlock()
 		t.s.goRun(r.run)
 	}
+	t.s.goRun(func() { t.runRelays(ml) })
 }
 
 // dropStaleCursors deletes the persisted positions of replicator
@@ -279,6 +285,30 @@ func (r *replSender) run() {
 	}
 }
 
+// hint raises the mark learned through a third region to hwm.
+func (r *replSender) hint(hwm uint64) {
+	for {
+		old := r.learned.Load()
+		if hwm <= old || r.learned.CompareAndSwap(old, hwm) {
+			return
+		}
+	}
+}
+
+// relayHints applies what repl_relay.go handed the sender: a mark
+// learned through a third region, and a probe to send (returned).
+func (r *replSender) relayHints(snd *replicator.Sender, now time.Time) []replicator.Batch {
+	if h := r.learned.Load(); h > snd.Position() && snd.Learn(now, h) {
+		r.t.s.cfg.Logger.Debug("replicator cursor moved on a mark learned through a third region", "topic", r.t.name.String(), "remote", r.remote, "position", snd.Position())
+	}
+	if r.probe.Swap(false) {
+		if b, ok := snd.Probe(now); ok {
+			return []replicator.Batch{b}
+		}
+	}
+	return nil
+}
+
 // stop ends the sender (its region left the topic's replication list).
 func (r *replSender) stop() { r.once.Do(func() { close(r.quit) }) }
 
@@ -329,7 +359,9 @@ func (r *replSender) life(ctx context.Context) error {
 	for {
 		notify := r.ml.Notify()
 		now := time.Now()
+		probes := r.relayHints(snd, now)
 		batches, err := snd.Send(now)
+		batches = append(probes, batches...)
 		for i := range batches {
 			b := &batches[i]
 			if r.frozen.Load() {
@@ -404,6 +436,7 @@ func (r *replSender) answer(snd *replicator.Sender, p []byte) {
 		r.setErr(err)
 		r.t.s.cfg.Logger.Warn("replicator answer refused", "topic", r.t.name.String(), "remote", r.remote, "answer", a.String(), "err", err)
 	}
+	r.t.learnMarks(a.Marks)
 }
 
 func (r *replSender) setStatus(st replicator.Status) {

@@ -37,6 +37,7 @@ type topic struct {
 	quoted    []byte  // the stream name as a JSON string, for PubAcks
 	consumers map[string]*runner
 	repl      []*replSender // replicator cursors (repl_send.go)
+	relay     topicRelay    // relays through this region (repl_relay.go)
 	tombs     []string      // origin streams deleted elsewhere ("region/incarnation"): their batches are dropped
 	stopped   bool          // lost or shut down (guarded by mu, with ml during opening)
 	policy    policyState   // applying the namespace's policies (policies.go)

@@ -26,6 +26,13 @@ const (
 	connectTimeout    = 2 * time.Second
 	reconnectWait     = 250 * time.Millisecond
 	reconnectBufBytes = -1 // publishes fail while reconnecting: the sender backs off
+	// A link whose packets go nowhere (a cut between two regions) must
+	// fail fast rather than block a sender in a write: a write blocked
+	// for flushTimeout drops the connection, and pings every
+	// pingInterval (two unanswered) find a silent one. Then publishes
+	// fail at once (ErrNotConnected) and the sender backs off.
+	flushTimeout = 5 * time.Second
+	pingInterval = 2 * time.Second
 )
 
 // Config configures a Link.
@@ -243,6 +250,9 @@ func (l *Link) dial() (*nats.Conn, error) {
 		nats.ReconnectWait(reconnectWait),
 		nats.ReconnectBufSize(reconnectBufBytes),
 		nats.NoEcho(),
+		nats.FlusherTimeout(flushTimeout),
+		nats.PingInterval(pingInterval),
+		nats.MaxPingsOutstanding(2),
 	}
 	if l.cfg.TLS != nil {
 		opts = append(opts, nats.Secure(l.cfg.TLS))

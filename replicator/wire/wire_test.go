@@ -3,6 +3,8 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,7 +103,7 @@ func TestAnswer(t *testing.T) {
 		{Answer: replicator.Answer{Batch: 7, Kind: replicator.Stored, HWM: 9}, Lost: 4},
 	} {
 		got, err := DecodeAnswer(EncodeAnswer(a))
-		if err != nil || got != a {
+		if err != nil || !reflect.DeepEqual(got, a) {
 			t.Errorf("round trip %+v: got %+v, %v", a, got, err)
 		}
 	}
@@ -141,6 +143,7 @@ func FuzzDecodeBatch(f *testing.F) {
 func FuzzDecodeAnswer(f *testing.F) {
 	f.Add([]byte(`{"batch":1,"kind":"stored","hwm":3}`))
 	f.Add([]byte(`{"batch":1,"kind":"failed","error":"x"}`))
+	f.Add([]byte(`{"batch":1,"kind":"duplicate","hwm":3,"marks":[{"holder":"c","region":"b","incarnation":"i","hwm":9}]}`))
 	f.Fuzz(func(t *testing.T, p []byte) {
 		a, err := DecodeAnswer(p)
 		if err != nil {
@@ -149,10 +152,33 @@ func FuzzDecodeAnswer(f *testing.F) {
 			}
 			return
 		}
-		if b, err := DecodeAnswer(EncodeAnswer(a)); err != nil || b != a {
+		if b, err := DecodeAnswer(EncodeAnswer(a)); err != nil || !reflect.DeepEqual(b, a) {
 			t.Fatalf("round trip %+v: %+v, %v", a, b, err)
 		}
 	})
+}
+
+// TestAnswerMarks: marks round-trip; malformed ones are refused naming
+// what is wrong.
+func TestAnswerMarks(t *testing.T) {
+	in := Answer{Answer: replicator.Answer{Batch: 4, Kind: replicator.Duplicate, HWM: 7},
+		Marks: []Mark{{Holder: "c", Region: "b", Incarnation: "ib", HWM: 9}, {Holder: "a", Region: "b", Incarnation: "ib", HWM: 7}}}
+	got, err := DecodeAnswer(EncodeAnswer(in))
+	if err != nil || !reflect.DeepEqual(got, in) {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	for name, tc := range map[string]struct{ p, want string }{
+		"no holder":      {`{"batch":1,"kind":"stored","marks":[{"region":"b","incarnation":"i","hwm":1}]}`, "mark 0 has an empty holder"},
+		"no incarnation": {`{"batch":1,"kind":"stored","marks":[{"holder":"c","region":"b","incarnation":"i"},{"holder":"c","region":"b"}]}`, "mark 1"},
+		"not a list":     {`{"batch":1,"kind":"stored","marks":{}}`, "answer"},
+		"negative hwm":   {`{"batch":1,"kind":"stored","marks":[{"holder":"c","region":"b","incarnation":"i","hwm":-1}]}`, "answer"},
+		"too many":       {`{"batch":1,"kind":"stored","marks":[` + strings.Repeat(`{"holder":"c","region":"b","incarnation":"i"},`, MaxMarks) + `{"holder":"c","region":"b","incarnation":"i"}]}`, "4097 marks"},
+	} {
+		_, err := DecodeAnswer([]byte(tc.p))
+		if !errors.Is(err, replicator.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrInvalid naming %q", name, err, tc.want)
+		}
+	}
 }
 
 func TestSubSync(t *testing.T) {
