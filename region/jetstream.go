@@ -40,6 +40,17 @@ func (n *Node) newJetStream() (*jetstream.Service, error) {
 		AccountSpaces: n.nauth != nil,
 		LinkTLS:       n.clientTLS(),
 	}
+	hooks, err := envTestHooks()
+	if err != nil {
+		return nil, err
+	}
+	if hooks != (testHooks{}) {
+		n.logger.Warn("test hooks enabled ("+TestHooksEnv+"): faults are injected", "hooks", fmt.Sprintf("%+v", hooks))
+		cfg.CursorDrop.FailFirst, cfg.CursorDrop.Backoff = hooks.DecomFail, hooks.DecomBackoff
+		if hooks.DecomBackoff > 0 {
+			cfg.CursorDrop.BackoffMax = 4 * hooks.DecomBackoff
+		}
+	}
 	if n.quota != nil {
 		// Tenant quotas (ARCHITECTURE §5): the broker's quota Agent.
 		cfg.Quotas = n.quota.agent

@@ -70,6 +70,12 @@ type Namespace struct {
 	Tenant   string   `json:"tenant"`
 	Name     string   `json:"name"`
 	Policies Policies `json:"policies"`
+	// ReplicationEpochs is, per region of the replication list, the
+	// stamp of the write that added it (absent: listed since the
+	// namespace was seeded). Set by the store on every write, never by
+	// a client; replicator cursor positions of another epoch are void
+	// (decom.go).
+	ReplicationEpochs map[string]HLC `json:"replication_epochs,omitempty"`
 }
 
 // NS is the namespace's name.
