@@ -52,6 +52,7 @@ func (n *Node) adminBackends() admin.Backends {
 		b.Tenancy = tenancyAdmin{n}
 		b.Users = usersAdmin{n}
 		b.Usage = quotaUsage{n}
+		b.Decommission = decomAdmin{n}
 		b.Regions = tenancyAdmin{n}.regions()
 	}
 	return b
