@@ -48,7 +48,9 @@ func TestPlanDecommission(t *testing.T) {
 	}
 }
 
-func contains(s, sub string) bool { return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)) }
+func contains(s, sub string) bool {
+	return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
+}
 
 // TestStepDecommission: the state machine: start → pending → confirmed
 // or cancelled; retries of the last step are no-ops; everything else is

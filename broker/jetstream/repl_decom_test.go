@@ -15,13 +15,15 @@ import (
 )
 
 // swapPolicies is a Policies whose namespaces a test replaces.
-type swapPolicies struct{ p atomic.Pointer[jetstream.StaticPolicies] }
+type swapPolicies struct {
+	p atomic.Pointer[jetstream.StaticPolicies]
+}
 
 func (s *swapPolicies) set(p jetstream.StaticPolicies) { s.p.Store(&p) }
 func (s *swapPolicies) Namespace(t, ns string) (jetstream.Namespace, bool) {
 	return (*s.p.Load()).Namespace(t, ns)
 }
-func (s *swapPolicies) Tenant(t string) bool      { return (*s.p.Load()).Tenant(t) }
+func (s *swapPolicies) Tenant(t string) bool    { return (*s.p.Load()).Tenant(t) }
 func (s *swapPolicies) Namespaces() [][2]string { return (*s.p.Load()).Namespaces() }
 
 func geoPolicies(repl []string, epochs map[string]string, parked map[string]string) jetstream.StaticPolicies {
