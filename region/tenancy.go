@@ -294,12 +294,6 @@ func (v *policyView) update(st stateViewer, changed []tenancy.Record) {
 			}
 		}
 		for _, r := range changed {
-			if r.Kind == tenancy.KindDecommission {
-				for _, ns := range s.Namespaces("") {
-					setNS(ns.NS()) // its parked regions may have changed
-				}
-				continue
-			}
 			switch r.Kind {
 			case tenancy.KindTenant:
 				_, live := s.Tenant(r.Key)
@@ -354,7 +348,7 @@ func (v *policyView) Namespaces() [][2]string {
 // jsNamespaceIn is namespace ns of state s as the JetStream layer
 // applies it: its policies (jsNamespace), the replication epochs and
 // the regions a pending decommission parked.
-func jsNamespaceIn(s *tenancy.State, ns tenancy.Namespace) jetstream.Namespace {
+func jsNamespaceIn(_ *tenancy.State, ns tenancy.Namespace) jetstream.Namespace {
 	out := jsNamespace(ns.Policies)
 	if len(ns.ReplicationEpochs) > 0 {
 		out.ReplicationEpochs = make(map[string]string, len(ns.ReplicationEpochs))
@@ -362,7 +356,7 @@ func jsNamespaceIn(s *tenancy.State, ns tenancy.Namespace) jetstream.Namespace {
 			out.ReplicationEpochs[r] = epochString(e)
 		}
 	}
-	if p := tenancy.Parked(s.Decommissions(), ns.NS()); len(p) > 0 {
+	if p := ns.Parked; len(p) > 0 {
 		out.Parked = make(map[string]string, len(p))
 		for r, e := range p {
 			out.Parked[r] = epochString(e)

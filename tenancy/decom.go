@@ -12,7 +12,9 @@ import (
 // namespace's replication list in two steps, reversible until the
 // second.
 //
-//  1. Start: the region leaves every replication list that names it.
+//  1. Start: the region leaves every replication list that names it
+//     and is put in the namespace's Parked (one write per namespace, so
+//     a broker never sees the region out of the list and not parked).
 //     A Decommission record (kind "decommission", key the region)
 //     remembers, per namespace, the list before and the region's
 //     replication epoch. The replicator cursors towards the region
@@ -202,23 +204,24 @@ func RestoreReplication(ns Namespace, d Decommission) (Namespace, bool) {
 		epochs = nil
 	}
 	ns.ReplicationEpochs = epochs
+	ns.Parked = CarryParked(&ns, ns.Policies.Replication)
 	return ns, true
 }
 
-// Parked is the regions whose replicator cursors of namespace n are
-// parked, a pending decommission having removed them from n's list,
-// with their epochs there (nil: none).
-func Parked(ds []Decommission, n NSName) map[string]HLC {
+// CarryParked is the parked regions a write of a namespace whose
+// previous value was old (nil: none) keeps: old's, less those listed
+// again in repl.
+func CarryParked(old *Namespace, repl []string) map[string]HLC {
+	if old == nil {
+		return nil
+	}
 	var out map[string]HLC
-	for _, d := range ds {
-		if d.State != DecomPending {
-			continue
-		}
-		if i := slices.IndexFunc(d.Namespaces, func(x DecomNamespace) bool { return x.Namespace == n.String() }); i >= 0 {
+	for r, e := range old.Parked {
+		if !slices.Contains(repl, r) {
 			if out == nil {
 				out = map[string]HLC{}
 			}
-			out[d.Region] = d.Namespaces[i].Epoch
+			out[r] = e
 		}
 	}
 	return out

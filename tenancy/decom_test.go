@@ -126,8 +126,12 @@ func TestReplicationEpochs(t *testing.T) {
 	if _, ok := RestoreReplication(nsOf("t", "other", "A"), d); ok {
 		t.Fatal("restored a namespace the decommission did not change")
 	}
-	if p := Parked([]Decommission{{Region: "C", State: DecomPending, Namespaces: d.Namespaces}, {Region: "B", State: DecomConfirmed, Namespaces: d.Namespaces}}, NSName{"t", "a"}); len(p) != 1 || p["C"] != s1 {
-		t.Fatalf("parked %v", p)
+	ns2.Parked = map[string]HLC{"C": s1}
+	if r, _ := RestoreReplication(ns2, d); r.Parked != nil {
+		t.Fatalf("a cancel left C parked: %v", r.Parked)
+	}
+	if p := CarryParked(&ns2, []string{"A", "B"}); p["C"] != s1 {
+		t.Fatalf("a write dropped the parked region: %v", p)
 	}
 }
 

@@ -75,8 +75,8 @@ func (s *Store) StepDecommission(ctx context.Context, region, action string, reg
 			return tenancy.Decommission{}, fmt.Errorf("decommission %s: namespace %s: %w", region, n, err)
 		}
 	}
-	// Confirm changes no list: the brokers see the state and delete the
-	// parked positions.
+	// Each namespace write carries the parked state with its list; the
+	// record after them is the history and what a cancel restores.
 	_, err = s.write(ctx, tenancy.KindDecommission, region, func(_ tenancy.Record, st tenancy.HLC) (tenancy.Record, error) {
 		next.Changed = st
 		if action == tenancy.DecomStart {
@@ -91,12 +91,10 @@ func (s *Store) StepDecommission(ctx context.Context, region, action string, reg
 }
 
 // decomNamespace writes namespace n as action makes it: start removes
-// region from its list, cancel restores it (tenancy.RestoreReplication);
-// confirm changes nothing. A namespace deleted meanwhile is skipped.
+// region from its list and parks it, confirm unparks it (its cursor
+// positions are then deleted), cancel restores it
+// (tenancy.RestoreReplication). A namespace deleted meanwhile is skipped.
 func (s *Store) decomNamespace(ctx context.Context, n tenancy.NSName, region, action string, d tenancy.Decommission) error {
-	if action == tenancy.DecomConfirm {
-		return nil
-	}
 	_, err := s.write(ctx, tenancy.KindNamespace, n.String(), func(cur tenancy.Record, st tenancy.HLC) (tenancy.Record, error) {
 		ns := prevNamespace(cur)
 		if ns == nil {
@@ -116,6 +114,16 @@ func (s *Store) decomNamespace(ctx context.Context, n tenancy.NSName, region, ac
 			}
 			out.Policies.Replication = keep
 			out.ReplicationEpochs = tenancy.ReplicationEpochs(ns, keep, st)
+			out.Parked = tenancy.CarryParked(ns, keep)
+			if out.Parked == nil {
+				out.Parked = map[string]tenancy.HLC{}
+			}
+			out.Parked[region] = ns.ReplicationEpochs[region]
+		case tenancy.DecomConfirm:
+			if _, ok := out.Parked[region]; !ok {
+				return tenancy.Record{}, nil
+			}
+			out.Parked = tenancy.CarryParked(&out, []string{region}) // all but region
 		case tenancy.DecomCancel:
 			restored, ok := tenancy.RestoreReplication(out, d)
 			if !ok {
