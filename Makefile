@@ -41,6 +41,8 @@ fuzz:
 	$(GO) test ./bookie/storage -run '^$$' -fuzz '^FuzzScanJournal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/mledger -run '^$$' -fuzz '^FuzzDecodeEntry$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tiered -run '^$$' -fuzz '^FuzzDecodeIndex$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./admin -run '^$$' -fuzz '^FuzzDecodeDecommission$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./region -run '^$$' -fuzz '^FuzzParseTestHooks$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tiered -run '^$$' -fuzz '^FuzzDecodeFrames$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tiered/blob -run '^$$' -fuzz '^FuzzValidateName$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tiered/blob -run '^$$' -fuzz '^FuzzConfigValidate$$' -fuzztime $(FUZZTIME)

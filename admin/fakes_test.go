@@ -41,7 +41,7 @@ func (f *fake) backends() Backends {
 			_, _ = w.Write([]byte("# metrics\n"))
 		}),
 		Members: f, Bookie: f, Bookies: f, Ledgers: f, Topics: f, Subscriptions: f,
-		Offload: f, Bundles: f, Replication: f, Tier: f, Tenancy: f, Users: f, Usage: f,
+		Offload: f, Bundles: f, Replication: f, Tier: f, Tenancy: f, Users: f, Usage: f, Decommission: f,
 		Audit: f,
 	}
 }
@@ -234,7 +234,7 @@ func pathFor(pattern, tenant string) string {
 		tenant = "t1"
 	}
 	return strings.NewReplacer("{t}", tenant, "{ns}", "ns1", "{topic}", "tp", "{sub}", "s1", "{id}", "7",
-		"{range}", "0x00000000_0xffffffff", "{user}", "u1").Replace(pattern)
+		"{range}", "0x00000000_0xffffffff", "{user}", "u1", "{region}", "r2").Replace(pattern)
 }
 
 // targetFor is pathFor(r.Pattern, "") with the query a valid request of
@@ -260,6 +260,9 @@ func validBody(r Route) string {
 	}
 	if r.Method == http.MethodPost && r.Pattern == "/admin/v1/testhooks/topics/{t}/{ns}/{topic}" {
 		return `{"action": "freeze-replicator", "remote": "r2"}`
+	}
+	if r.Method == http.MethodPost && r.Pattern == "/admin/v1/regions/{region}/decommission" {
+		return `{"action": "start"}`
 	}
 	if r.Method == http.MethodPost && r.Pattern == "/admin/v1/tokens" {
 		return `{"description": "ci"}` // the caller's own tenant (a superuser token for the superuser)

@@ -32,6 +32,7 @@ type Backends struct {
 	Users         UsersBackend         // /admin/v1/tenants/{t}/users… (brokers)
 	Usage         UsageBackend         // /admin/v1/tenants/{t}/usage (brokers; needs Tenancy)
 	Audit         AuditBackend         // …/origins, /admin/v1/testhooks/… (brokers)
+	Decommission  DecommissionBackend  // /admin/v1/regions/{region}/decommission (brokers)
 }
 
 // Routes is the route table for b: every admin route whose backend is
@@ -59,6 +60,7 @@ func Routes(b Backends) []Route {
 	add(b.Replication != nil, b.replicationRoutes)
 	add(b.Tier != nil, b.tierRoutes)
 	add(b.Tenancy != nil, b.tenancyRoutes)
+	add(b.Decommission != nil, b.decommissionRoutes)
 	add(b.Users != nil, b.userRoutes)
 	add(b.Tenancy != nil && b.Usage != nil, b.usageRoutes)
 	add(b.Audit != nil, b.auditRoutes)

@@ -53,6 +53,7 @@ func (n *Node) adminBackends() admin.Backends {
 		b.Users = usersAdmin{n}
 		b.Usage = quotaUsage{n}
 		b.Audit = auditAdmin{n}
+		b.Decommission = decomAdmin{n}
 		b.Regions = tenancyAdmin{n}.regions()
 	}
 	return b

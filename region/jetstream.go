@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/stratamesh/strata/broker/jetstream"
@@ -40,9 +39,20 @@ func (n *Node) newJetStream() (*jetstream.Service, error) {
 		// With auth.nats, tenants' clients are in accounts of their own.
 		AccountSpaces: n.nauth != nil,
 		LinkTLS:       n.clientTLS(),
-		// The audit's test hooks, only with STRATA_TEST_HOOKS=1 (a test
-		// hook: never set it in production).
-		TestHooks: os.Getenv("STRATA_TEST_HOOKS") == "1",
+	}
+	hooks, err := envTestHooks()
+	if err != nil {
+		return nil, err
+	}
+	// The audit's test hooks, only with STRATA_TEST_HOOKS=1 (or audit, in
+	// the list; a test hook: never set it in production).
+	cfg.TestHooks = hooks.Admin
+	if hooks != (testHooks{}) {
+		n.logger.Warn("test hooks enabled ("+TestHooksEnv+"): faults are injected", "hooks", fmt.Sprintf("%+v", hooks))
+		cfg.CursorDrop.FailFirst, cfg.CursorDrop.Backoff = hooks.DecomFail, hooks.DecomBackoff
+		if hooks.DecomBackoff > 0 {
+			cfg.CursorDrop.BackoffMax = 4 * hooks.DecomBackoff
+		}
 	}
 	if n.quota != nil {
 		// Tenant quotas (ARCHITECTURE §5): the broker's quota Agent.

@@ -266,7 +266,7 @@ func (v *policyView) rebuild(st stateViewer) {
 		}
 		for _, ns := range s.Namespaces("") {
 			k := [2]string{ns.Tenant, ns.Name}
-			snap.nss[k] = jsNamespace(ns.Policies)
+			snap.nss[k] = jsNamespaceIn(s, ns)
 			snap.list = append(snap.list, k)
 		}
 	})
@@ -288,7 +288,7 @@ func (v *policyView) update(st stateViewer, changed []tenancy.Record) {
 		setNS := func(n tenancy.NSName) {
 			k := [2]string{n.Tenant, n.Namespace}
 			if ns, ok := s.Namespace(n); ok {
-				snap.nss[k] = jsNamespace(ns.Policies)
+				snap.nss[k] = jsNamespaceIn(s, ns)
 			} else {
 				delete(snap.nss, k)
 			}
@@ -343,6 +343,35 @@ func (v *policyView) Namespaces() [][2]string {
 		return s.list
 	}
 	return nil
+}
+
+// jsNamespaceIn is namespace ns of state s as the JetStream layer
+// applies it: its policies (jsNamespace), the replication epochs and
+// the regions a pending decommission parked.
+func jsNamespaceIn(_ *tenancy.State, ns tenancy.Namespace) jetstream.Namespace {
+	out := jsNamespace(ns.Policies)
+	if len(ns.ReplicationEpochs) > 0 {
+		out.ReplicationEpochs = make(map[string]string, len(ns.ReplicationEpochs))
+		for r, e := range ns.ReplicationEpochs {
+			out.ReplicationEpochs[r] = epochString(e)
+		}
+	}
+	if p := ns.Parked; len(p) > 0 {
+		out.Parked = make(map[string]string, len(p))
+		for r, e := range p {
+			out.Parked[r] = epochString(e)
+		}
+	}
+	return out
+}
+
+// epochString is a replication epoch as the broker compares it ("" for
+// the zero epoch of a seeded namespace's regions).
+func epochString(e tenancy.HLC) string {
+	if e.IsZero() {
+		return ""
+	}
+	return e.String()
 }
 
 // jsNamespace is a namespace's policies as the JetStream layer applies

@@ -70,6 +70,17 @@ type Namespace struct {
 	Tenant   string   `json:"tenant"`
 	Name     string   `json:"name"`
 	Policies Policies `json:"policies"`
+	// ReplicationEpochs is, per region of the replication list, the
+	// stamp of the write that added it (absent: listed since the
+	// namespace was seeded). Set by the store on every write, never by
+	// a client; replicator cursor positions of another epoch are void
+	// (decom.go).
+	ReplicationEpochs map[string]HLC `json:"replication_epochs,omitempty"`
+	// Parked are the regions a pending decommission took out of the
+	// list, with their epochs: their replicator cursors keep their
+	// positions (decom.go). Kept by every write until the decommission
+	// is confirmed or cancelled, never set by a client.
+	Parked map[string]HLC `json:"parked,omitempty"`
 }
 
 // NS is the namespace's name.

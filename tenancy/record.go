@@ -84,6 +84,8 @@ func (r Record) Check() error {
 		}
 	case KindAccount, KindUser, KindRevocation:
 		return checkCreds(r)
+	case KindDecommission:
+		return checkDecommission(r)
 	default:
 		return fmt.Errorf("tenancy: record %s: unknown kind %q", r.ID(), r.Kind)
 	}
@@ -246,6 +248,8 @@ func NewRecord(v any, st HLC) (Record, error) {
 		r = Record{Kind: KindUser, Key: x.Key()}
 	case Revocation:
 		r = Record{Kind: KindRevocation, Key: x.Key()}
+	case Decommission:
+		r = Record{Kind: KindDecommission, Key: x.Region}
 	default:
 		return Record{}, fmt.Errorf("tenancy: no record kind for %T", v)
 	}

@@ -47,6 +47,16 @@ type Namespace struct {
 	// across (ARCHITECTURE §4). When it names Config.Region, each topic's
 	// owner runs a replicator cursor to every other region listed.
 	Replication []string
+	// ReplicationEpochs is, per region of Replication, the epoch it was
+	// added in ("" or absent: since the namespace was seeded). A
+	// replicator cursor's persisted position of another epoch is void
+	// (repl_decom.go).
+	ReplicationEpochs map[string]string
+	// Parked are the regions a pending decommission removed from
+	// Replication, with their epochs there: their cursors' positions
+	// (of that epoch) are kept and hold the retained messages back until
+	// the decommission is confirmed (deleted) or cancelled (resumed).
+	Parked map[string]string
 	// Offload is the namespace's offload policy (ARCHITECTURE §6): closed
 	// ledgers move to the region's tier past its threshold. Nil: only on
 	// request (admin offload).
@@ -186,6 +196,10 @@ type Config struct {
 	// a message from this region's copy, freezing a replicator cursor.
 	// Off (false) in production; region sets it from STRATA_TEST_HOOKS=1.
 	TestHooks bool
+
+	// CursorDrop tunes the deletion of replicator cursor positions of
+	// regions that left a replication list (repl_decom.go).
+	CursorDrop CursorDropConfig
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger

@@ -214,20 +214,29 @@ func (t *topic) reconcileReplication() {
 		return
 	}
 	ml := t.ml
+	parked := t.parkedOf()
 	var keep []*replSender
 	removed := false
 	for _, r := range t.repl {
-		if slices.Contains(want, r.remote) {
+		switch {
+		case slices.Contains(want, r.remote) && r.epoch == t.s.replEpoch(t.name.Tenant, t.name.Namespace, r.remote):
 			keep = append(keep, r)
-		} else {
-			r.stop()
+		case hasKey(parked, r.remote):
+			r.stop() // a pending decommission: its position stays, held (repl_decom.go)
+			t.parkLocked(r.remote, r.pos.Load())
+			removed = true
+		default:
+			r.stop() // removed, or removed and added back (a new epoch)
 			removed = true
 		}
+	}
+	if len(t.parked) > 0 {
+		removed = true // a parked cursor may have been confirmed or cancelled
 	}
 	var added []*replSender
 	for _, remote := range want {
 		if !slices.ContainsFunc(keep, func(r *replSender) bool { return r.remote == remote }) {
-			r := &replSender{t: t, ml: ml, remote: remote, quit: make(chan struct{})}
+			r := t.newSender(ml, remote)
 			keep = append(keep, r)
 			added = append(added, r)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -171,6 +170,9 @@ type replSender struct {
 	// frozen is a test hook (testhooks.go): sends are dropped, and stats
 	// report no lag.
 	frozen atomic.Bool
+	// epoch is the remote's replication epoch this sender persists
+	// (repl_decom.go).
+	epoch string
 	// learned is the highest mark of the remote learned through a third
 	// region (repl_relay.go), probe a request for marks: the life loop
 	// applies both.
@@ -190,64 +192,13 @@ type replSender struct {
 func (t *topic) startReplication(ml *mledger.ML) {
 	t.s.goRun(t.dropStaleCursors)
 	for _, remote := range t.s.remotesOf(t.name) {
-		r := &replSender{t: t, ml: ml, remote: remote, quit: make(chan struct{})}
+		r := t.newSender(ml, remote)
 		t.mu.Lock()
 		t.repl = append(t.repl, r)
 		t.mu.Unlock()
 		t.s.goRun(r.run)
 	}
 	t.s.goRun(func() { t.runRelays(ml) })
-}
-
-// dropStaleCursors deletes the persisted positions of replicator
-// cursors towards regions no longer in the topic's replication list (a
-// policy change): up to 6 tries, backing off from 1 s to 32 s, while the
-// topic is served here. A region added back starts over from the
-// beginning of the retained messages.
-func (t *topic) dropStaleCursors() {
-	if !t.dropping.CompareAndSwap(false, true) {
-		return // one at a time
-	}
-	defer t.dropping.Store(false)
-	keep := t.s.remotesOf(t.name)
-	wait := time.Second
-	for try := 0; try < 6; try++ {
-		ctx, cancel := context.WithTimeout(t.s.ctx, 5*time.Second)
-		kvs, err := t.s.cfg.Store.List(ctx, replDir(t.name))
-		if err == nil {
-			for _, kv := range kvs {
-				remote := kv.Key[len(replDir(t.name)):]
-				if slices.Contains(keep, remote) {
-					continue
-				}
-				if _, derr := t.s.cfg.Store.Txn(ctx, []meta.Cond{t.own.Cond()}, meta.OpDelete(kv.Key)); derr != nil {
-					err = derr
-					continue
-				}
-				t.s.cfg.Logger.Info("replicator cursor removed: region no longer in the replication list",
-					"topic", t.name.String(), "cursor", ReplCursorName(remote))
-			}
-		}
-		cancel()
-		if err == nil {
-			t.staleCursors.Store(false)
-			return
-		}
-		if try == 5 {
-			// Given up for now: the topic's policy state shows it, and the
-			// next policy round tries again.
-			t.staleCursors.Store(true)
-			t.policy.failed(t.s.cfg.Now(), fmt.Errorf("removing the replicator cursor positions of regions no longer in the replication list: %w", err))
-			break
-		}
-		t.s.cfg.Logger.Warn("removing stale replicator cursors failed", "topic", t.name.String(), "retry_in", wait, "err", err)
-		select {
-		case <-t.done:
-			return
-		case <-time.After(wait):
-		}
-		wait *= 2
-	}
 }
 
 // replSenders returns the topic's replicator cursors.
@@ -445,26 +396,34 @@ func (r *replSender) setStatus(st replicator.Status) {
 	r.mu.Unlock()
 }
 
-// load reads the cursor's persisted position (zero when none).
+// load reads the cursor's persisted position (zero when none, and when
+// it is of another replication epoch: the region left the list since
+// and was added back, so it starts over from the retained messages).
 func (r *replSender) load(ctx context.Context) (replicator.SenderState, error) {
-	var st replicator.SenderState
+	var st replPosition
 	kv, err := r.t.s.cfg.Store.Get(ctx, replDir(r.t.name)+r.remote)
 	if errors.Is(err, meta.ErrNotFound) {
-		return st, nil
+		return st.SenderState, nil
 	}
 	if err != nil {
-		return st, err
+		return st.SenderState, err
 	}
 	if err := json.Unmarshal(kv.Value, &st); err != nil {
 		r.t.s.cfg.Logger.Warn("unreadable replicator cursor: starting over", "topic", r.t.name.String(), "remote", r.remote, "err", err)
 		return replicator.SenderState{}, nil
 	}
-	return st, nil
+	if st.Epoch != r.epoch {
+		r.t.s.cfg.Logger.Info("replicator cursor position of an earlier replication epoch ignored: starting over from the retained messages",
+			"topic", r.t.name.String(), "remote", r.remote, "position", st.Position, "epoch", st.Epoch, "now", r.epoch)
+		return replicator.SenderState{}, nil
+	}
+	return st.SenderState, nil
 }
 
-// persist writes the cursor's position under the topic's ownership.
+// persist writes the cursor's position, with its epoch, under the
+// topic's ownership.
 func (r *replSender) persist(ctx context.Context, st replicator.SenderState) error {
-	b, err := json.Marshal(st)
+	b, err := json.Marshal(replPosition{SenderState: st, Epoch: r.epoch})
 	if err != nil {
 		return err
 	}

@@ -69,8 +69,7 @@ func (t *topic) ackFloor(ctx context.Context) (floor uint64, ok bool) {
 // first local message one of them still has to send); held is false
 // when no cursor holds anything back (none, or all caught up).
 func (t *topic) replHold(ctx context.Context) (hold uint64, held bool) {
-	for _, r := range t.replSenders() {
-		pos := r.pos.Load()
+	for _, pos := range t.replPositions() { // running and parked cursors (repl_decom.go)
 		if pos >= t.ml.LastOriginSeq() {
 			continue
 		}

@@ -22,10 +22,13 @@ import (
 // Service is one broker's JetStream layer. Create it with New, hand it to
 // broker.Config.Hook, then Start it with the running broker.
 type Service struct {
-	cfg   Config
-	srv   *broker.Server
-	reg   *registry
-	place *placement
+	cfg Config
+	// dropFail counts down the decom-fail test hook (repl_decom.go).
+	dropFail     *atomic.Int64
+	dropHookOnce sync.Once
+	srv          *broker.Server
+	reg          *registry
+	place        *placement
 
 	ctx    context.Context
 	cancel context.CancelFunc

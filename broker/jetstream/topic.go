@@ -46,6 +46,11 @@ type topic struct {
 	// replication list failed; the next policy round tries again.
 	staleCursors atomic.Bool
 	dropping     atomic.Bool // dropStaleCursors runs
+	// parked are the positions of cursors a pending decommission
+	// stopped (remote → origin sequence), held for retention until it is
+	// confirmed or cancelled (repl_decom.go; guarded by mu).
+	parked map[string]uint64
+	drop   dropState // the last round of dropStaleCursors (repl_decom.go)
 
 	// subsMu orders the deletion of a consumer against the merging of a
 	// replicated subscription's set shipped by another region, so a set

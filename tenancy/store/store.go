@@ -396,6 +396,8 @@ func (s *Store) PutNamespace(ctx context.Context, ns tenancy.Namespace, regions 
 	}
 	_, err = s.write(ctx, tenancy.KindNamespace, ns.NS().String(), func(cur tenancy.Record, st tenancy.HLC) (tenancy.Record, error) {
 		created = !live(cur)
+		ns.ReplicationEpochs = tenancy.ReplicationEpochs(prevNamespace(cur), ns.Policies.Replication, st)
+		ns.Parked = tenancy.CarryParked(prevNamespace(cur), ns.Policies.Replication)
 		return tenancy.NewRecord(ns, st)
 	})
 	return created, err
@@ -421,7 +423,10 @@ func (s *Store) PatchPolicies(ctx context.Context, n tenancy.NSName, patch []byt
 		if err := p.Validate(regions); err != nil {
 			return tenancy.Record{}, err
 		}
+		prev := ns
 		ns.Policies, out = p, p
+		ns.ReplicationEpochs = tenancy.ReplicationEpochs(&prev, p.Replication, st)
+		ns.Parked = tenancy.CarryParked(&prev, p.Replication)
 		return tenancy.NewRecord(ns, st)
 	})
 	return out, err

@@ -1,0 +1,10 @@
+package jetstream
+
+// DropHookLeft is what is left of the decom-fail test hook's count
+// (negative once deletions pass; 0 when the hook is off).
+func (s *Service) DropHookLeft() int64 {
+	if h := s.dropHook(); h != nil {
+		return h.Load()
+	}
+	return 0
+}
