@@ -31,6 +31,7 @@ type Backends struct {
 	Tenancy       TenancyBackend       // /admin/v1/tenants…, /admin/v1/namespaces…, /admin/v1/tokens… (brokers)
 	Users         UsersBackend         // /admin/v1/tenants/{t}/users… (brokers)
 	Usage         UsageBackend         // /admin/v1/tenants/{t}/usage (brokers; needs Tenancy)
+	RegionStates  RegionsBackend       // /admin/v1/regions (brokers)
 }
 
 // Routes is the route table for b: every admin route whose backend is
@@ -60,5 +61,6 @@ func Routes(b Backends) []Route {
 	add(b.Tenancy != nil, b.tenancyRoutes)
 	add(b.Users != nil, b.userRoutes)
 	add(b.Tenancy != nil && b.Usage != nil, b.usageRoutes)
+	add(b.RegionStates != nil, b.regionRoutes)
 	return out
 }

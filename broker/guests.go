@@ -29,6 +29,9 @@ type GuestListener struct {
 	Home string
 	// Addr is the host:port to listen on ("127.0.0.1:0" binds a free one).
 	Addr string
+	// Listener, when set, is used instead of binding Addr (the broker
+	// closes it).
+	Listener net.Listener
 }
 
 type guestListener struct {
@@ -45,7 +48,10 @@ func (s *Server) listenGuests() error {
 			return fmt.Errorf("broker: failover listener for %q: want another region than %q, once each", g.Home, s.cfg.Region)
 		}
 		seen[g.Home] = true
-		ln, err := net.Listen("tcp", g.Addr)
+		ln, err := g.Listener, error(nil)
+		if ln == nil {
+			ln, err = net.Listen("tcp", g.Addr)
+		}
 		if err != nil {
 			s.closeGuestListeners()
 			return fmt.Errorf("broker: listen for guests of %s on %s: %w", g.Home, g.Addr, err)

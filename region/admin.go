@@ -53,6 +53,9 @@ func (n *Node) adminBackends() admin.Backends {
 		b.Users = usersAdmin{n}
 		b.Usage = quotaUsage{n}
 		b.Regions = tenancyAdmin{n}.regions()
+		if n.failover != nil {
+			b.RegionStates = n.failover
+		}
 	}
 	return b
 }

@@ -329,6 +329,9 @@ func (r *run) writeFile(started time.Time) error {
 		}
 		f.Regions = append(f.Regions, entry)
 	}
+	for i := range f.Regions {
+		f.Regions[i].ClientURLs = meshfile.ClientURLs(f, f.Regions[i].Name)
+	}
 	r.mu.Lock()
 	r.file = f
 	r.mu.Unlock()

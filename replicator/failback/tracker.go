@@ -104,6 +104,9 @@ type Observation struct {
 	LagSeconds float64
 	// Stalled: a replicator cursor toward it reports stalled.
 	Stalled bool
+	// PeersBehind: another broker of this region reports its cursors
+	// toward the region behind (stalled or over CaughtUpLag).
+	PeersBehind bool
 }
 
 // Status is a remote region's switch-back state.
@@ -147,7 +150,7 @@ func (t *Tracker) Observe(now time.Time, region string, o Observation) (Status, 
 		st = &Status{Region: region, Phase: Away}
 		t.regions[region] = st
 	}
-	caughtUp := !o.Stalled && o.LagSeconds <= t.cfg.CaughtUpLag.Seconds()
+	caughtUp := !o.Stalled && !o.PeersBehind && o.LagSeconds <= t.cfg.CaughtUpLag.Seconds()
 	to := st.Phase
 	switch {
 	case !o.Reachable:

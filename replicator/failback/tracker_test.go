@@ -100,6 +100,7 @@ func TestFallingBehindWhileSettling(t *testing.T) {
 		{1 * s, up, Settling, false},
 		{3 * s, lag, Returned, false},
 		{4 * s, stalled, Returned, false},
+		{4*s + 500*time.Millisecond, Observation{Reachable: true, PeersBehind: true}, Returned, false},
 		{5 * s, Observation{Reachable: true, LagSeconds: 1}, Settling, false}, // at the bound: caught up
 		{9 * s, up, Settling, false},
 		{10 * s, up, Home, true},
