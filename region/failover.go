@@ -42,6 +42,10 @@ type failover struct {
 	mu    sync.Mutex
 	tr    *failback.Tracker
 	state map[string]admin.RegionState // last look, by region
+	// behind hands TagBehind's value to the goroutine that sets it (Serf's
+	// SetTags waits for its broadcast, up to seconds when members are
+	// frozen: the look must not wait). Capacity 1, latest value wins.
+	behind chan string
 }
 
 // newFailover binds the failover listeners (on the ports remembered from
@@ -56,7 +60,7 @@ func (n *Node) newFailover() (*failover, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &failover{n: n, cfg: tr.Config(), tr: tr, tick: failoverTick, state: map[string]admin.RegionState{}}
+	f := &failover{n: n, cfg: tr.Config(), tr: tr, tick: failoverTick, state: map[string]admin.RegionState{}, behind: make(chan string, 1)}
 	for _, r := range n.cfg.Mesh.Regions {
 		if r.Name == n.cfg.Region {
 			continue
@@ -97,6 +101,23 @@ func (f *failover) admits(home string) bool {
 
 // run looks every tick until the node stops.
 func (f *failover) run(stop <-chan struct{}) {
+	tagDone := make(chan struct{})
+	go func() { // the tag setter, owned by run: it ends before run returns
+		defer close(tagDone)
+		for {
+			select {
+			case <-stop:
+				return
+			case v := <-f.behind:
+				if lan := f.n.lanRef.Load(); lan != nil {
+					if err := lan.SetTag(TagBehind, v); err != nil {
+						f.n.logger.Debug("set LAN tag", "tag", TagBehind, "err", err)
+					}
+				}
+			}
+		}
+	}()
+	defer func() { <-tagDone }()
 	t := time.NewTicker(f.tick)
 	defer t.Stop()
 	for {
@@ -199,8 +220,21 @@ func (f *failover) look(now time.Time) {
 			n.logger.Info("client failover: region is back and caught up; sent its guests home", "home", home, "guests", k)
 		}
 	}
-	if err := lan.SetTag(TagBehind, strings.Join(behind, ",")); err != nil {
-		n.logger.Debug("set LAN tag", "tag", TagBehind, "err", err)
+	f.setBehind(strings.Join(behind, ","))
+}
+
+// setBehind queues v for the tag setter, replacing a value not yet taken.
+func (f *failover) setBehind(v string) {
+	for {
+		select {
+		case f.behind <- v:
+			return
+		default:
+		}
+		select {
+		case <-f.behind:
+		default:
+		}
 	}
 }
 
@@ -227,8 +261,10 @@ func (f *failover) Regions() admin.RegionsView {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v := admin.RegionsView{Broker: f.n.name, SwitchBackDelay: f.cfg.SwitchBackDelay.Seconds(), CaughtUpLag: f.cfg.CaughtUpLag.Seconds()}
+	guests := f.n.broker.Guests() // now, not at the last look
 	for _, r := range f.n.cfg.Mesh.Regions {
 		if st, ok := f.state[r.Name]; ok {
+			st.Guests = guests[r.Name]
 			v.Regions = append(v.Regions, st)
 		}
 	}
