@@ -9,7 +9,7 @@ import (
 // client listener, a broker may listen on one failover listener per other
 // region of the mesh. A client of region R lists R's brokers first and then
 // every other region's failover listener for R, in that order and without
-// randomization (nats.go DontRandomize, `nats --no-randomize`?). nats.go
+// randomization (nats.go DontRandomize; the nats CLI has no such option). nats.go
 // walks its list in order and, when a server closes the connection, tries
 // the next one; so a client reaches a failover listener only when its own
 // region's brokers did not answer, and a connection on the failover
