@@ -42,7 +42,7 @@ func (f *fake) backends() Backends {
 		}),
 		Members: f, Bookie: f, Bookies: f, Ledgers: f, Topics: f, Subscriptions: f,
 		Offload: f, Bundles: f, Replication: f, Tier: f, Tenancy: f, Users: f, Usage: f, Decommission: f,
-		Audit: f,
+		Audit: f, RegionStates: f,
 	}
 }
 
@@ -225,6 +225,9 @@ func (f *fake) Operation(_ context.Context, id string) (Operation, error) {
 }
 func (f *fake) Replication() ReplicationView        { return ReplicationView{Broker: "r1.b1"} }
 func (f *fake) TierUsage(context.Context) TierUsage { return TierUsage{Kind: "fs"} }
+func (f *fake) Regions() RegionsView {
+	return RegionsView{Broker: "r1.b1", SwitchBackDelay: 30, Regions: []RegionState{{Region: "r2", CatchUp: CatchUpCaughtUp, SwitchBack: "settling", Guests: 2}}}
+}
 
 // pathFor fills a route pattern's parameters with valid values: tenant
 // t (t1 unless given), namespace ns1, topic tp, subscription s1, ledger

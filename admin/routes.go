@@ -33,6 +33,7 @@ type Backends struct {
 	Usage         UsageBackend         // /admin/v1/tenants/{t}/usage (brokers; needs Tenancy)
 	Audit         AuditBackend         // …/origins, /admin/v1/testhooks/… (brokers)
 	Decommission  DecommissionBackend  // /admin/v1/regions/{region}/decommission (brokers)
+	RegionStates  RegionsBackend       // /admin/v1/regions (brokers)
 }
 
 // Routes is the route table for b: every admin route whose backend is
@@ -64,5 +65,6 @@ func Routes(b Backends) []Route {
 	add(b.Users != nil, b.userRoutes)
 	add(b.Tenancy != nil && b.Usage != nil, b.usageRoutes)
 	add(b.Audit != nil, b.auditRoutes)
+	add(b.RegionStates != nil, b.regionRoutes)
 	return out
 }

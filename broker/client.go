@@ -22,6 +22,9 @@ type client struct {
 	out    *outbound
 	parser *natsproto.Parser
 	remote string
+	// home is, for a guest (a connection to a failover listener), the
+	// region whose clients that listener serves; "" for the region's own.
+	home string
 
 	// Set by CONNECT, read by other goroutines delivering to this client.
 	echo         atomic.Bool

@@ -130,6 +130,14 @@ type Config struct {
 	// plaintext client is refused) and secures the internal link (see
 	// TLSConfig in tls.go). Nil: both plaintext.
 	TLS *TLSConfig
+	// Guests are the broker's failover listeners (guests.go): one per
+	// other region, where that region's clients connect when they lost
+	// their own. Empty: none.
+	Guests []GuestListener
+	// AdmitGuest, when set, decides whether a connection to the failover
+	// listener of home may stay (false: it is closed before INFO, so the
+	// client tries the next URL of its list). Nil admits every guest.
+	AdmitGuest func(home string) bool
 	// StrataVersion is reported in INFO as "strata_version".
 	StrataVersion string
 	// Logger receives the broker's logs; nil discards them.

@@ -25,8 +25,9 @@ type Server struct {
 	id     string
 	logger *slog.Logger
 
-	ln      net.Listener
-	routeLn net.Listener
+	ln       net.Listener
+	routeLn  net.Listener
+	guestLns []guestListener // failover listeners (guests.go)
 
 	subs   *sublist.List[*subscription] // local clients' subscriptions
 	remote *sublist.List[*route]        // interest other brokers announced
@@ -54,6 +55,7 @@ type Server struct {
 	authFailures, permViolations          atomic.Int64
 	quotaRefusals, quotaErrsUnsent        atomic.Int64
 	quotaConnRefusals                     atomic.Int64
+	guestsRefused, guestsSentHome         atomic.Int64
 	// authGen counts Reauthorize calls (begun): a login checked across
 	// one is checked again (client.Connect).
 	authGen atomic.Uint64
@@ -97,7 +99,14 @@ func Start(cfg Config) (*Server, error) {
 		s.routeLn = s.wrapRouteListener(s.routeLn) // TLS: broker/tls.go
 		s.goRun(s.acceptRoutes)
 	}
-	s.goRun(s.acceptClients)
+	if err := s.listenGuests(); err != nil {
+		s.ln.Close()
+		if s.routeLn != nil {
+			s.routeLn.Close()
+		}
+		return nil, err
+	}
+	s.goRun(func() { s.acceptClients(s.ln, "") })
 	if cfg.Peers != nil {
 		s.goRun(s.watchPeers)
 	}
@@ -160,6 +169,9 @@ func (s *Server) Close(ctx context.Context) error {
 		if s.routeLn != nil {
 			s.routeLn.Close()
 		}
+		for _, g := range s.guestLns {
+			g.ln.Close()
+		}
 		s.releaseAllConnQuotas(ctx, clients) // before any client is closed
 		for _, c := range clients {
 			c.out.closeAfter(nil)
@@ -179,9 +191,11 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 }
 
-func (s *Server) acceptClients() {
+// acceptClients accepts on ln: the client listener (home "") or the
+// failover listener of home.
+func (s *Server) acceptClients(ln net.Listener, home string) {
 	for {
-		conn, err := s.ln.Accept()
+		conn, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -194,12 +208,17 @@ func (s *Server) acceptClients() {
 			}
 			continue
 		}
-		s.startClient(conn)
+		if home != "" && !s.admitGuest(home) {
+			s.guestsRefused.Add(1)
+			conn.Close()
+			continue
+		}
+		s.startClient(conn, home)
 	}
 }
 
 // startClient sends INFO and starts the client's reader and writer.
-func (s *Server) startClient(conn net.Conn) {
+func (s *Server) startClient(conn net.Conn, home string) {
 	conn = s.wrapClientConn(conn) // TLS after INFO: broker/tls.go
 	c := &client{
 		srv:    s,
@@ -207,6 +226,7 @@ func (s *Server) startClient(conn net.Conn) {
 		conn:   conn,
 		out:    newOutbound(conn, s.cfg.MaxPending, s.cfg.WriteDeadline, s.outBudget),
 		remote: conn.RemoteAddr().String(),
+		home:   home,
 		subs:   map[string]*subscription{},
 		// Before CONNECT the reference acts as if verbose and echo were on.
 		verbose: true,
@@ -279,6 +299,9 @@ func (s *Server) broadcastInfo() {
 // infoLine renders the INFO for client c (NATS protocol §1.2).
 func (s *Server) infoLine(c *client) []byte {
 	host, port := hostPort(s.ln.Addr())
+	if c.home != "" {
+		host, port = hostPort(s.guestAddr(c.home))
+	}
 	clientIP, _, _ := net.SplitHostPort(c.remote)
 	info := serverInfo{
 		ServerID: s.id, ServerName: s.cfg.ServerName, Version: NATSVersion, Proto: 1,
@@ -286,7 +309,9 @@ func (s *Server) infoLine(c *client) []byte {
 		ClientID: c.cid, ClientIP: clientIP, AuthRequired: s.cfg.Auth != nil, Nonce: c.nonce,
 		Region: s.cfg.Region, StrataVersion: s.cfg.StrataVersion, JetStream: s.cfg.Hook != nil,
 	}
-	if s.routeLn != nil {
+	if s.routeLn != nil && c.home == "" {
+		// Never to guests: a guest handed this region's own URLs would
+		// reconnect to them and stay away from home (guests.go).
 		info.ConnectURLs = s.connectURLs()
 	}
 	info.TLSRequired, info.TLSVerify = s.tlsInfo() // broker/tls.go

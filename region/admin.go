@@ -55,6 +55,9 @@ func (n *Node) adminBackends() admin.Backends {
 		b.Audit = auditAdmin{n}
 		b.Decommission = decomAdmin{n}
 		b.Regions = tenancyAdmin{n}.regions()
+		if n.failover != nil {
+			b.RegionStates = n.failover
+		}
 	}
 	return b
 }

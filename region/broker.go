@@ -37,6 +37,10 @@ func (n *Node) startBroker() error {
 	if n.quota != nil {
 		gate = n.quota.agent
 	}
+	fo, err := n.newFailover()
+	if err != nil {
+		return err
+	}
 	srv, err := withPort(fixed, n.ports.NATS, func(port int) (*broker.Server, error) {
 		natsPort, routePort := n.spec.NATSPort, n.spec.GRPCPort
 		if port != 0 && fixed == 0 {
@@ -54,13 +58,16 @@ func (n *Node) startBroker() error {
 			Auth:          auth,
 			Quotas:        gate,
 			TLS:           n.brokerTLS(),
+			Guests:        fo.lns,
+			AdmitGuest:    fo.admits,
 			Logger:        n.logger,
 		})
 	})
 	if err != nil {
+		fo.closeListeners()
 		return err
 	}
-	n.broker = srv
+	n.broker, n.failover = srv, fo
 	return nil
 }
 

@@ -53,6 +53,7 @@ type Node struct {
 	cp       *controlPlane               // brokers only: tenants, namespaces, policies
 	nauth    *natsAuth                   // brokers only, with auth.nats: NATS accounts (accounts.go)
 	quota    *quotas                     // brokers only: tenant quotas (quota.go)
+	failover *failover                   // brokers only: client failover (failover.go)
 	lanRef   atomic.Pointer[gossip.Pool] // n.lan, for the broker's peer source
 	wanRef   atomic.Pointer[gossip.Pool] // n.wan, for replicator cursors
 	bookie   *bookie.Bookie              // bookies only
@@ -236,6 +237,9 @@ func (n *Node) start(ctx context.Context) error {
 				return err
 			}
 		}
+		if n.failover != nil && n.js != nil {
+			n.goLoop(func() { n.failover.run(n.stop) })
+		}
 		if err := registerQuotaMetrics(n); err != nil {
 			return err
 		}
@@ -369,6 +373,12 @@ func (n *Node) startAdmin() error {
 func (n *Node) rememberPorts() error {
 	e := n.Endpoints()
 	p := rememberedPorts{Admin: portOf(e.Admin), SerfLAN: portOf(e.SerfLAN), SerfWAN: portOf(e.SerfWAN), GRPC: portOf(e.GRPC), NATS: portOf(e.NATS)}
+	for home, u := range e.Failover {
+		if p.Failover == nil {
+			p.Failover = map[string]int{}
+		}
+		p.Failover[home] = portOf(u)
+	}
 	if n.embedded != nil {
 		p.Client, p.Peer = portOf(n.embedded.ClientURL()), portOf(n.embedded.PeerURL())
 	}
@@ -430,6 +440,9 @@ func (n *Node) Endpoints() meshfile.Node {
 	if n.broker != nil {
 		e.NATS = n.broker.ClientURL()
 		e.GRPC = n.broker.RouteAddr()
+		if g := n.broker.GuestURLs(); len(g) > 0 {
+			e.Failover = g
+		}
 	}
 	return e
 }

@@ -27,6 +27,8 @@ type rememberedPorts struct {
 	NATS    int `json:"nats,omitempty"`
 	Client  int `json:"etcd_client,omitempty"`
 	Peer    int `json:"etcd_peer,omitempty"`
+	// Failover are a broker's failover listeners' ports, by home region.
+	Failover map[string]int `json:"failover,omitempty"`
 }
 
 // loadPorts reads dir/ports.json; a missing or unreadable file gives zero

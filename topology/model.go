@@ -157,6 +157,22 @@ type Replicator struct {
 	ConfigSyncInterval Duration `yaml:"config_sync_interval"`
 }
 
+// Failover tunes client failover toward the region's brokers (docs/
+// architecture.md "Client failover"): when the brokers of this region send
+// the guests they hold home. Zero fields take the defaults.
+type Failover struct {
+	// SwitchBackDelay is how long another region must have been reachable
+	// from here and caught up (the replication toward it), without
+	// interruption, before this region's brokers close that region's
+	// guests so they reconnect home; any loss on the way starts the delay
+	// again. Default 30s; at least 100ms.
+	SwitchBackDelay Duration `yaml:"switch_back_delay"`
+	// CaughtUpLag is the replication lag toward a region, in age of its
+	// oldest unacknowledged message, at or under which it counts as
+	// caught up. Default 2s.
+	CaughtUpLag Duration `yaml:"caught_up_lag"`
+}
+
 // Region is one Pulsar-style cluster of the mesh.
 type Region struct {
 	// Name is the region name (required; a token; unique in the mesh).
@@ -182,6 +198,9 @@ type Region struct {
 	// Replicator tunes the replicator cursors of the region's brokers
 	// (optional; defaults above).
 	Replicator Replicator `yaml:"replicator"`
+	// Failover tunes when the region's brokers send other regions'
+	// clients home (optional; defaults above).
+	Failover Failover `yaml:"failover"`
 	// Metadata is "embedded" (one etcd node per region run by strata) or a
 	// list of external etcd endpoints.
 	Metadata Metadata `yaml:"metadata"`

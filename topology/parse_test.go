@@ -33,7 +33,7 @@ func TestParseReportsEveryProblemAsProblems(t *testing.T) {
 	want := []string{
 		`f.yaml:1:7: mesh: "a b" is not a valid name: use letters, digits, "-" and "_"`,
 		"f.yaml:4:14: regions[0].brokers: must be at least 1, got 0",
-		"f.yaml:5:5: regions[0].bogus: unknown field; known fields: name, brokers, bookies, nodes, ledger, rollover, ownership, replicator, metadata, tier, wan_join",
+		"f.yaml:5:5: regions[0].bogus: unknown field; known fields: name, brokers, bookies, nodes, ledger, rollover, ownership, replicator, failover, metadata, tier, wan_join",
 	}
 	if got := err.Error(); got != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", got, strings.Join(want, "\n"))

@@ -36,6 +36,12 @@ func (r *report) checkRegion(p string, rg *Region) {
 	if d := time.Duration(rg.Replicator.SyncInterval); d != 0 && d < 100*time.Millisecond {
 		r.errorf(field(field(p, "replicator"), "sync_interval"), "%s is too short: at least 100ms", d)
 	}
+	if d := time.Duration(rg.Failover.SwitchBackDelay); d != 0 && d < 100*time.Millisecond {
+		r.errorf(field(field(p, "failover"), "switch_back_delay"), "%s is too short: at least 100ms", d)
+	}
+	if d := time.Duration(rg.Failover.CaughtUpLag); d < 0 {
+		r.errorf(field(field(p, "failover"), "caught_up_lag"), "%s is negative", d)
+	}
 	r.checkMetadata(field(p, "metadata"), &rg.Metadata)
 	r.checkTier(field(p, "tier"), &rg.Tier)
 	for i, s := range rg.WANJoin {

@@ -201,7 +201,7 @@ func newAdmin() *cobra.Command {
 	bookies.AddCommand(newAdminBookieReadOnly(&flags))
 	cmd.AddCommand(bookies, newAdminLedgers(&flags), newAdminTopics(&flags), newAdminBundles(&flags))
 	cmd.AddCommand(newAdminTenants(&flags), newAdminNamespaces(&flags), newAdminTokens(&flags))
-	cmd.AddCommand(newAdminRegionsDecom(&flags))
+	cmd.AddCommand(newAdminRegions(&flags))
 	return cmd
 }
 

@@ -217,12 +217,3 @@ func printDecom(w io.Writer, rep decomReport) {
 		fmt.Fprintf(w, "brokers that did not answer: %s\n", strings.Join(rep.Unanswered, ", "))
 	}
 }
-
-// newAdminRegionsDecom is a minimal `strata admin regions` parent with
-// the decommission subcommand only (H5's admin_regions.go adds status;
-// at merge decommission joins that parent).
-func newAdminRegionsDecom(flags *adminFlags) *cobra.Command {
-	c := commandGroup(&cobra.Command{Use: "regions", Short: "Regions of the mesh: decommission"})
-	c.AddCommand(newAdminDecommission(flags))
-	return c
-}

@@ -274,3 +274,24 @@ func (w levelWriter) Write(b []byte) (int, error) {
 	w.l.Log(context.Background(), level, msg)
 	return len(b), nil
 }
+
+// SetTag sets (or, with value "", removes) one of this node's tags and
+// gossips the change to the pool. It does nothing when the tag already
+// has that value. Tags are small and should change rarely: every change
+// is a broadcast.
+func (p *Pool) SetTag(key, value string) error {
+	cur := p.serf.LocalMember().Tags
+	if cur[key] == value {
+		return nil
+	}
+	tags := make(map[string]string, len(cur)+1)
+	for k, v := range cur {
+		tags[k] = v
+	}
+	if value == "" {
+		delete(tags, key)
+	} else {
+		tags[key] = value
+	}
+	return p.serf.SetTags(tags)
+}

@@ -21,6 +21,7 @@ var purity = []struct {
 	{"bookie/ledger/core", false}, // imports no time at all (the layering table)
 	{"broker/consumer", true},
 	{"replicator", true},
+	{"replicator/failback", true},
 	{"tenancy", true}, // imports no time at all
 }
 

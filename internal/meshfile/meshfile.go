@@ -42,6 +42,11 @@ type Region struct {
 	// NATS lists the NATS URLs of the region's brokers (what clients give
 	// nats.Connect or `nats -s`, comma-joined).
 	NATS []string `json:"nats,omitempty"`
+	// ClientURLs is the URL list a client of this region gives its NATS
+	// library for client failover, in this order and without
+	// randomization: the region's brokers, then every other region's
+	// brokers' failover listeners for this region (see ClientURLs).
+	ClientURLs []string `json:"client_urls,omitempty"`
 	// MetaPrefix is the etcd key prefix of the region's metadata (the meta
 	// node's etcd is in its node entry), for tools such as ledger.Dial.
 	MetaPrefix string `json:"meta_prefix,omitempty"`
@@ -85,6 +90,10 @@ type Node struct {
 	Admin   string `json:"admin,omitempty"`
 	SerfLAN string `json:"serf_lan,omitempty"`
 	SerfWAN string `json:"serf_wan,omitempty"`
+	// Failover is a broker's failover listeners: by home region, the
+	// nats:// URL where that region's clients connect when they lost
+	// their own region (guests).
+	Failover map[string]string `json:"failover,omitempty"`
 	// State is the node's Serf state (alive | suspect | failed | left);
 	// only in `strata status` output.
 	State string `json:"state,omitempty"`
@@ -270,4 +279,28 @@ func (f *File) NATSURLs(region string) ([]string, error) {
 		return nil, fmt.Errorf("meshfile: region %s has no broker with a NATS endpoint", r.Name)
 	}
 	return urls, nil
+}
+
+// ClientURLs returns the failover URL list for clients of region: its
+// brokers' NATS URLs, then, region by region in f's order, the other
+// regions' brokers' failover URLs for it. Nil when f has no such region.
+func ClientURLs(f *File, region string) []string {
+	var own, others []string
+	found := false
+	for _, r := range f.Regions {
+		if r.Name == region {
+			found = true
+			own = append(own, r.NATS...)
+			continue
+		}
+		for _, n := range r.Nodes {
+			if u := n.Failover[region]; u != "" {
+				others = append(others, u)
+			}
+		}
+	}
+	if !found {
+		return nil
+	}
+	return append(own, others...)
 }

@@ -26,6 +26,9 @@ func (r *run) printEndpoints(took time.Duration) {
 		if len(reg.NATS) > 0 {
 			fmt.Fprintf(r.out, "  NATS: %s\n", strings.Join(reg.NATS, ","))
 		}
+		if len(reg.ClientURLs) > len(reg.NATS) {
+			fmt.Fprintf(r.out, "  client failover URLs (in order, no randomization): %s\n", strings.Join(reg.ClientURLs, ","))
+		}
 		tw := tabwriter.NewWriter(r.out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  ROLE\tID\tPID\tNATS\tADMIN\tETCD\tGRPC\tSERF LAN\tSERF WAN")
 		for _, n := range reg.Nodes {

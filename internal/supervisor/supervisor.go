@@ -369,6 +369,9 @@ func (r *run) writeFile(started time.Time, faultSocket string) error {
 		}
 		f.Regions = append(f.Regions, entry)
 	}
+	for i := range f.Regions {
+		f.Regions[i].ClientURLs = meshfile.ClientURLs(f, f.Regions[i].Name)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.file = f
