@@ -38,6 +38,11 @@ func fakeNodeMain() {
 		rep.Etcd = "etcd-" + name
 	case "broker":
 		rep.SerfWAN = "wan-" + name
+		home := "west"
+		if args["region"] == "west" {
+			home = "east"
+		}
+		rep.Failover = map[string]string{home: "nats://failover-" + name + "-for-" + home}
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM)

@@ -115,6 +115,11 @@ func TestRunStartsStopsAndReports(t *testing.T) {
 	if got := f.Regions[0].Nodes[0]; got.Role != "meta" || got.Etcd != "etcd-east/meta" {
 		t.Fatalf("first node of east = %+v, want the meta node", got)
 	}
+	// The brokers' failover listeners reach mesh.json: west's clients
+	// fail over to east's brokers (ready report → client URL list).
+	if urls := f.Regions[1].ClientURLs; !slices.Contains(urls, "nats://failover-east/b1-for-west") {
+		t.Errorf("west's client URLs %v lack east/b1's failover listener for west", urls)
+	}
 	if tier := f.Regions[1].Tier; tier.Kind != "fs" || tier.Dir != filepath.Join(dataDir, "west", "tier") {
 		t.Fatalf("west tier = %+v", tier)
 	}
