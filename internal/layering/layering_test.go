@@ -74,10 +74,12 @@ var rules = []rule{
 		not:        []string{"./cmd/..."},
 	},
 	{
-		name:       "admin holds no broker, bookie, tiering or region logic: only the name vocabularies and mesh.json's model",
+		name:       "admin holds no broker, bookie, tiering or region logic: only the name vocabularies, mesh.json's model and the audit's summaries",
 		pkgs:       []string{"./admin"},
 		transitive: true,
-		only:       []string{"./admin", "./tenancy", "./broker/bundle", "./internal/meshfile"},
+		only:       []string{"./admin", "./tenancy", "./broker/bundle", "./internal/meshfile", "./internal/audit"},
+		// internal/audit is the pure (stdlib-only) core whose Summary the
+		// origins route carries (admin.OriginsAnswer).
 	},
 	{
 		name:       "nothing at or below the broker imports admin (region adapts them to it)",
