@@ -65,7 +65,9 @@ func startPartialMesh(t *testing.T, n *harness.Net, regions []string) (*geoClust
 }
 
 // TestPartialConnectivity (issue 26): three regions in their own network
-// namespaces; B–C cut while A–B and A–C stay up.
+// namespaces; B–C cut while A–B and A–C stay up (relay), then, on the
+// same mesh with every link healed, `strata drill failover --mode
+// partition` of b through the harness's fault socket (drill-partition).
 func TestPartialConnectivity(t *testing.T) {
 	began := time.Now()
 	regions := []string{"a", "b", "c"}
@@ -80,7 +82,14 @@ func TestPartialConnectivity(t *testing.T) {
 		t.Cleanup(func() { t.Errorf("STRATA_E2E_KEEP: failing to print the logs") })
 	}
 	t.Logf("3 regions started in namespaces in %v", time.Since(began))
-	partialScenario(t, c, h)
+	t.Run("relay", func(t *testing.T) { partialScenario(t, c, h) })
+	// Whatever the relay scenario left, every link is up for the drill.
+	for _, l := range [][2]string{{"a", "b"}, {"a", "c"}, {"b", "c"}} {
+		if err := h.Heal(l[0], l[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("drill-partition", func(t *testing.T) { partitionDrillScenario(t, c, h) })
 	t.Logf("TestPartialConnectivity took %v", time.Since(began))
 }
 
