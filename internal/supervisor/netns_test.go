@@ -107,3 +107,35 @@ func TestCheckNetnsRefusals(t *testing.T) {
 		t.Errorf("--secure with --netns: %v", err)
 	}
 }
+
+// FuzzNetnsTopology: for any topology that parses and that --netns
+// accepts, the rewrite succeeds or fails with ErrNetnsTopology (never
+// panics), and on success every node binds its region's address
+// (netnsTopology checks the parsed result).
+func FuzzNetnsTopology(f *testing.F) {
+	f.Add([]byte(twoRegions))
+	f.Add([]byte("mesh: t\nregions:\n  - name: a\n    ledger: {ensemble: 1, write_quorum: 1, ack_quorum: 1}\n    nodes:\n      - {id: b1, role: broker, host: 127.0.0.1, nats_port: 4222}\n      - {id: k1, role: bookie, host: localhost}\n"))
+	f.Add([]byte("mesh: t\ndefaults: &d\n  ledger: {ensemble: 1, write_quorum: 1, ack_quorum: 1}\nregions:\n  - {name: a, brokers: 1, bookies: 1}\n  - {name: b, brokers: 1, bookies: 1}\n"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		m, _, err := topology.Parse("f.yaml", src)
+		if err != nil || checkNetns(m, false) != nil {
+			return
+		}
+		_, moved, err := netnsTopology(src, m, func(r string) string { return "10.213.0.10" })
+		if err != nil {
+			if !errors.Is(err, ErrNetnsTopology) {
+				t.Fatalf("error without ErrNetnsTopology: %v", err)
+			}
+			return
+		}
+		for i := range moved.Regions {
+			for _, role := range []string{topology.RoleMeta, topology.RoleBookie, topology.RoleBroker} {
+				for _, n := range moved.Regions[i].NodesOf(role) {
+					if n.Host != "10.213.0.10" {
+						t.Fatalf("region %s node %s binds %s", moved.Regions[i].Name, n.ID, n.Host)
+					}
+				}
+			}
+		}
+	})
+}
