@@ -38,6 +38,7 @@ fuzz:
 	$(GO) test ./bookie -run '^$$' -fuzz '^FuzzAddRequestDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bookie/ledger -run '^$$' -fuzz '^FuzzOpenFrame$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/ackset -run '^$$' -fuzz '^FuzzUnmarshalBinary$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/supervisor -run '^$$' -fuzz '^FuzzNetnsTopology$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./bookie/storage -run '^$$' -fuzz '^FuzzScanJournal$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./broker/mledger -run '^$$' -fuzz '^FuzzDecodeEntry$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tiered -run '^$$' -fuzz '^FuzzDecodeIndex$$' -fuzztime $(FUZZTIME)

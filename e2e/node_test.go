@@ -38,10 +38,29 @@ func testHarness(t *testing.T) *harness.Harness {
 	if h := harnesses.m[t]; h != nil {
 		return h
 	}
+	return newTestHarness(t, nil)
+}
+
+// linkedHarness makes t's harness with links cutting the links between
+// its regions (a *harness.Net); t must have started no node yet. Nodes
+// then start in the Net's namespaces through startNodeSpec.
+func linkedHarness(t *testing.T, links harness.Links) *harness.Harness {
+	t.Helper()
+	harnesses.Lock()
+	defer harnesses.Unlock()
+	if harnesses.m[t] != nil {
+		t.Fatal("linkedHarness: the test already has a harness")
+	}
+	return newTestHarness(t, links)
+}
+
+// newTestHarness makes and registers t's harness; the caller holds
+// harnesses.
+func newTestHarness(t *testing.T, links harness.Links) *harness.Harness {
 	if harnesses.m == nil {
 		harnesses.m = map[*testing.T]*harness.Harness{}
 	}
-	h := harness.New(harness.Config{StartTimeout: 60 * time.Second, StopGrace: 10 * time.Second})
+	h := harness.New(harness.Config{StartTimeout: 60 * time.Second, StopGrace: 10 * time.Second, Links: links})
 	harnesses.m[t] = h
 	t.Cleanup(func() {
 		harnesses.Lock()
@@ -75,6 +94,13 @@ func startNodeProcess(t *testing.T, logPath string, args ...string) *nodeProcess
 	t.Helper()
 	spec := harness.SpecFromArgs(strataBin, args)
 	spec.Log = logPath
+	return startNodeSpec(t, spec)
+}
+
+// startNodeSpec starts spec (its Exe strataBin, its Log set) through t's
+// harness, waits for its report, and kills it at cleanup.
+func startNodeSpec(t *testing.T, spec harness.NodeSpec) *nodeProcess {
+	t.Helper()
 	n, err := testHarness(t).Start(spec)
 	if err != nil {
 		t.Fatal(err)

@@ -1,23 +1,18 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/stratamesh/strata/internal/harness"
-	"github.com/stratamesh/strata/internal/meshfile"
 )
 
 // partialMesh is three regions a, b, c, each in its own network
@@ -36,78 +31,22 @@ func partialMesh(n *harness.Net, regions []string) string {
 	return b.String()
 }
 
-// startNetnsNode is startNodeProcess for a node run in network
-// namespace ns (`ip netns exec NS strata node ...`; ip execs the node,
-// so the parent-death signal still reaches it).
-func startNetnsNode(t *testing.T, ns, logPath string, args ...string) *nodeProcess {
-	t.Helper()
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &nodeProcess{cmd: exec.Command("ip", append([]string{"netns", "exec", ns, strataBin, "node"}, args...)...), done: make(chan struct{})}
-	p.cmd.Stderr = logf
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	reports := make(chan meshfile.Node, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		if sc.Scan() {
-			var rep meshfile.Node
-			if json.Unmarshal(sc.Bytes(), &rep) == nil {
-				reports <- rep
-			}
-		}
-		for sc.Scan() {
-		}
-	}()
-	go func() {
-		p.cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			if len(b) > 6000 {
-				b = b[len(b)-6000:]
-			}
-			t.Logf("--- %s ---\n%s", filepath.Base(logPath), b)
-		}
-	})
-	select {
-	case p.report = <-reports:
-		return p
-	case <-p.done:
-		b, _ := os.ReadFile(logPath)
-		t.Fatalf("node %v exited before its report:\n%s", args, b)
-	case <-time.After(60 * time.Second):
-		p.kill()
-		t.Fatalf("node %v gave no report within 60s", args)
-	}
-	return nil
-}
-
-// startPartialMesh starts partialMesh's regions in n's namespaces, the
+// startPartialMesh starts partialMesh's regions in n's namespaces
+// through t's harness (linkedHarness: its Cut and Heal go to n), the
 // brokers joining one Serf WAN pool through the first region's.
-func startPartialMesh(t *testing.T, n *harness.Net, regions []string) *geoCluster {
+func startPartialMesh(t *testing.T, n *harness.Net, regions []string) (*geoCluster, *harness.Harness) {
 	t.Helper()
+	h := linkedHarness(t, n)
 	dir := t.TempDir()
 	c := &geoCluster{dir: dir, topo: writeTopology(t, dir, "partial.yaml", partialMesh(n, regions)), regions: map[string]*geoRegion{},
 		http: &http.Client{Timeout: 3 * time.Second}}
 	var wanSeed string
 	for _, r := range regions {
-		ns := n.Netns(r)
 		common := []string{"--topology", c.topo, "--region", r, "--data-dir", filepath.Join(dir, "data"), "--gossip", "loopback", "--log-level", "info"}
 		node := func(id string, extra ...string) *nodeProcess {
-			return startNetnsNode(t, ns, filepath.Join(dir, r+"-"+id+".log"), append(append(append([]string{}, common...), "--id", id), extra...)...)
+			spec := harness.SpecFromArgs(strataBin, append(append(append([]string{}, common...), "--id", id), extra...))
+			spec.Log, spec.Netns = filepath.Join(dir, r+"-"+id+".log"), n.Netns(r)
+			return startNodeSpec(t, spec)
 		}
 		g := &geoRegion{name: r, brokers: map[string]*nodeProcess{}}
 		g.meta = node("meta")
@@ -122,11 +61,13 @@ func startPartialMesh(t *testing.T, n *harness.Net, regions []string) *geoCluste
 		}
 		c.regions[r] = g
 	}
-	return c
+	return c, h
 }
 
 // TestPartialConnectivity (issue 26): three regions in their own network
-// namespaces; B–C cut while A–B and A–C stay up.
+// namespaces; B–C cut while A–B and A–C stay up (relay), then, on the
+// same mesh with every link healed, `strata drill failover --mode
+// partition` of b through the harness's fault socket (drill-partition).
 func TestPartialConnectivity(t *testing.T) {
 	began := time.Now()
 	regions := []string{"a", "b", "c"}
@@ -136,20 +77,20 @@ func TestPartialConnectivity(t *testing.T) {
 	}
 	t.Cleanup(func() { n.Close() })
 
-	c := startPartialMesh(t, n, regions)
+	c, h := startPartialMesh(t, n, regions)
 	if os.Getenv("STRATA_E2E_KEEP") != "" {
 		t.Cleanup(func() { t.Errorf("STRATA_E2E_KEEP: failing to print the logs") })
 	}
 	t.Logf("3 regions started in namespaces in %v", time.Since(began))
-	partialScenario(t, c, n)
+	t.Run("relay", func(t *testing.T) { partialScenario(t, c, h) })
+	// Whatever the relay scenario left, every link is up for the drill.
+	for _, l := range [][2]string{{"a", "b"}, {"a", "c"}, {"b", "c"}} {
+		if err := h.Heal(l[0], l[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("drill-partition", func(t *testing.T) { partitionDrillScenario(t, c, h) })
 	t.Logf("TestPartialConnectivity took %v", time.Since(began))
-}
-
-// regionLinks cuts and heals the link between two regions (harness.Links
-// once the fault harness is merged; *harness.Net implements it).
-type regionLinks interface {
-	Cut(a, b string) error
-	Heal(a, b string) error
 }
 
 // partialScenario runs on a mesh of regions a, b, c whose demo/geo
@@ -158,7 +99,7 @@ type regionLinks interface {
 // messages through a, exactly once, and b's cursor __repl.c reaches b's
 // last origin sequence (its storage held for c is released); healed,
 // nothing is duplicated.
-func partialScenario(t *testing.T, c *geoCluster, links regionLinks) {
+func partialScenario(t *testing.T, c *geoCluster, links harness.Links) {
 	began := time.Now()
 	js := map[string]jetstream.JetStream{}
 	for _, r := range []string{"a", "b", "c"} {

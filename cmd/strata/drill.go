@@ -23,6 +23,7 @@ import (
 	"github.com/stratamesh/strata/admin"
 	"github.com/stratamesh/strata/internal/drill"
 	"github.com/stratamesh/strata/internal/drill/live"
+	"github.com/stratamesh/strata/internal/harness"
 	"github.com/stratamesh/strata/internal/meshfile"
 	"github.com/stratamesh/strata/internal/supervisor"
 	"github.com/stratamesh/strata/tenancy"
@@ -87,7 +88,7 @@ report's definitions and its JSON schema.`,
 	fs.StringVar(&f.dataDir, "data-dir", "", "data directory of a running 'strata up' (default ./strata-data)")
 	fs.StringVar(&f.cutCmd, "cut-cmd", "", "shell command that cuts the region ({region} is replaced by its name; also $STRATA_DRILL_REGION)")
 	fs.StringVar(&f.healCmd, "heal-cmd", "", "shell command that heals the region (with --cut-cmd)")
-	fs.StringArrayVar(&f.nats, "nats", nil, "REGION=URL[,URL…]: a region's NATS URLs instead of mesh.json (repeat per region; the regions given are the namespace's; needs --namespace and the hooks)")
+	fs.StringArrayVar(&f.nats, "nats", nil, "REGION=URL[,URL…]: a region's NATS URLs instead of mesh.json (repeat per region; the regions given are the namespace's; needs --namespace; faults through --cut-cmd/--heal-cmd or the fault socket in --data-dir)")
 	fs.IntVar(&f.maxRPOMsgs, "max-rpo-msgs", 0, "fail when RPO exceeds this many messages")
 	fs.DurationVar(&f.maxRPO, "max-rpo", 0, "fail when RPO exceeds this much traffic (e.g. 1s)")
 	fs.DurationVar(&f.maxRTO, "max-rto", 0, "fail when either RTO (publish or consume) exceeds this")
@@ -135,9 +136,6 @@ func (f *drillFlags) thresholds(cmd *cobra.Command) (drill.Thresholds, error) {
 	pos("sync-interval", f.syncInterval, time.Hour)
 	pos("catch-up-timeout", f.catchUp, 24*time.Hour)
 	if len(f.nats) > 0 {
-		if f.cutCmd == "" {
-			bad("--nats (a mesh without mesh.json) needs --cut-cmd and --heal-cmd")
-		}
 		if f.namespace == "" {
 			bad("--nats needs --namespace")
 		}
@@ -256,7 +254,14 @@ func runDrill(cmd *cobra.Command, f *drillFlags, th drill.Thresholds) error {
 		fault, err = live.HookFault(f.cutCmd, f.healCmd, f.region)
 	} else {
 		var fl live.Faults
-		if fl, err = live.DialFaults(dir); err == nil {
+		if fl, err = live.DialFaults(dir); err == nil && len(f.nats) > 0 {
+			// No mesh.json: the fault socket's harness knows the mesh's regions.
+			var nodes []harness.NodeInfo
+			if nodes, err = fl.Nodes(); err == nil {
+				others, err = live.OtherRegions(nodes, f.region)
+			}
+		}
+		if err == nil {
 			fault, err = live.HarnessFault(fl, f.mode, f.region, others)
 		}
 	}

@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stratamesh/strata/internal/drill"
+	"github.com/stratamesh/strata/internal/harness"
 )
 
 // runStrata runs the root command with args and returns its error.
@@ -88,5 +91,35 @@ func TestDrillReportJSON(t *testing.T) {
 	}
 	if got["pass"] != true || len(got["violations"].([]any)) != 0 {
 		t.Fatalf("pass/violations: %s", b.String())
+	}
+}
+
+// TestDrillNATSThroughFaultSocket: --nats without the hooks takes its
+// faults from the fault socket in --data-dir (a harness serving it, as
+// an e2e test's namespaced mesh does); the mesh's regions come from the
+// socket's node list, so a --region it has no node in is refused before
+// any client runs, and without a socket the error says what is missing.
+func TestDrillNATSThroughFaultSocket(t *testing.T) {
+	args := func(dir string) []string {
+		return []string{"drill", "failover", "--region", "b", "--mode", "partition", "--namespace", "demo/geo",
+			"--nats", "a=nats://127.0.0.1:1", "--nats", "b=nats://127.0.0.1:2", "--data-dir", dir}
+	}
+	if _, err := runStrata(t, args(t.TempDir())...); err == nil || !strings.Contains(err.Error(), "no fault socket") {
+		t.Fatalf("--nats without hooks or socket: %v", err)
+	}
+	dir := t.TempDir()
+	h := harness.New(harness.Config{})
+	defer h.Close()
+	ln, err := harness.ListenSocket(filepath.Join(dir, harness.SocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- harness.ServeListener(ctx, h, ln) }()
+	defer func() { cancel(); <-served }()
+	_, err = runStrata(t, args(dir)...)
+	if err == nil || !strings.Contains(err.Error(), "--region b: the fault socket's mesh has no node in it") {
+		t.Fatalf("--nats with a socket whose mesh lacks b: %v", err)
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 func newUp() *cobra.Command {
 	var file, dataDir, logLevel string
-	var fresh, secure bool
+	var fresh, secure, netns bool
 	var startTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -53,7 +53,7 @@ name your own files in the topology's tls section (docs/topology.md).`,
 			defer stop()
 			return supervisor.Run(ctx, supervisor.Config{
 				Mesh: m, TopologyYAML: raw, DataDir: dataDirOr(dataDir, m), Fresh: fresh,
-				Executable: exe, Out: cmd.OutOrStdout(), StartTimeout: startTimeout, Logger: logger, Secure: secure,
+				Executable: exe, Out: cmd.OutOrStdout(), StartTimeout: startTimeout, Logger: logger, Secure: secure, Netns: netns,
 			})
 		},
 	}
@@ -61,6 +61,7 @@ name your own files in the topology's tls section (docs/topology.md).`,
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "data directory (default: the topology's data_dir, else ./strata-data)")
 	cmd.Flags().BoolVar(&fresh, "fresh", false, "wipe the data directory before starting (and the journal files in any bookie journal_dir outside it)")
 	cmd.Flags().BoolVar(&secure, "secure", false, "run a development mesh with TLS on every listener and auth on: a local CA, certificates, a gossip key and an etcd password are made in <data-dir>/secure (and kept)")
+	cmd.Flags().BoolVar(&netns, "netns", false, "run each region in a network namespace of its own (needs root), so that the fault socket can cut the link between two regions (strata drill failover --mode partition); the topology must bind loopback only, with embedded metadata, no wan_join and no tls")
 	cmd.Flags().DurationVar(&startTimeout, "start-timeout", 60*time.Second, "how long each node may take to start")
 	cmd.Flags().StringVar(&logLevel, "log-level", "warn", "supervisor log level: debug, info, warn, error")
 	return cmd

@@ -30,6 +30,14 @@ type Config struct {
 	// the nodes read (see secure.go). The topology must not have a tls
 	// section of its own.
 	Secure bool
+	// Netns runs each region in a network namespace of its own
+	// (harness.Net: needs root), every node binding its region's address,
+	// so that the fault socket can cut the link between two regions
+	// (`strata drill failover --mode partition`). The topology must bind
+	// loopback only and use embedded metadata, no wan_join and no TLS
+	// (checkNetns); the copy the nodes read names the namespaces'
+	// addresses, and so does mesh.json.
+	Netns bool
 	// Executable is the strata binary to run nodes with (required; usually
 	// os.Executable()).
 	Executable string

@@ -27,6 +27,7 @@ type run struct {
 	logger *slog.Logger
 	out    io.Writer
 	h      *harness.Harness // runs the node processes; set before startAll
+	net    *harness.Net     // Config.Netns: the regions' namespaces
 	env    []string         // added to every node's environment
 	dev    *tlsconf.Dev     // --secure: the development secrets (secure.go)
 	// superToken is the superuser's admin token when up made or read it
@@ -84,11 +85,23 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := r.superuserToken(); err != nil {
 		return err
 	}
+	var links harness.Links
+	if cfg.Netns {
+		if err := r.netns(); err != nil {
+			return err
+		}
+		defer func() {
+			if err := r.net.Close(); err != nil {
+				r.logger.Error("removing the network namespaces", "err", err)
+			}
+		}()
+		links = r.net
+	}
 	if err := PrepareNATSAuth(r.cfg.Mesh, cfg.DataDir, r.out); err != nil {
 		return err
 	}
 	r.h = harness.New(harness.Config{StartTimeout: cfg.StartTimeout, StopGrace: cfg.StopGrace, Env: r.env,
-		Logger: r.logger, OnExit: r.onExit, OnReady: r.onReady})
+		Logger: r.logger, OnExit: r.onExit, OnReady: r.onReady, Links: links})
 	started := time.Now()
 	if err := r.startAll(); err != nil {
 		r.stopAll()
@@ -241,8 +254,12 @@ func (r *run) args(s startSpec) []string {
 }
 
 func (r *run) spec(s startSpec) harness.NodeSpec {
-	return harness.NodeSpec{Region: s.region.Name, ID: s.node.ID, Role: s.node.Role, Exe: r.cfg.Executable,
+	spec := harness.NodeSpec{Region: s.region.Name, ID: s.node.ID, Role: s.node.Role, Exe: r.cfg.Executable,
 		Args: r.args(s)[1:], Log: filepath.Join(r.cfg.DataDir, "logs", s.region.Name+"-"+s.node.ID+".log")}
+	if r.net != nil {
+		spec.Netns = r.net.Netns(s.region.Name)
+	}
+	return spec
 }
 
 func (r *run) startOne(s startSpec) (*harness.Node, error) {

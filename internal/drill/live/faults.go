@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/stratamesh/strata/internal/harness"
@@ -22,6 +23,34 @@ type Faults interface {
 	RestartRegion(region string) error
 	Cut(a, b string) error
 	Heal(a, b string) error
+	// Nodes lists the mesh's nodes (OtherRegions reads the regions).
+	Nodes() ([]harness.NodeInfo, error)
+}
+
+// OtherRegions is the sorted regions of nodes (a fault socket's node
+// list: every region of the mesh it runs) other than region: what a
+// partition of region cuts it from, when no mesh.json names the
+// regions (--nats). It fails when region has no node there.
+func OtherRegions(nodes []harness.NodeInfo, region string) ([]string, error) {
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		seen[n.Region] = true
+	}
+	if !seen[region] {
+		all := make([]string, 0, len(seen))
+		for r := range seen {
+			all = append(all, r)
+		}
+		sort.Strings(all)
+		return nil, fmt.Errorf("drill: --region %s: the fault socket's mesh has no node in it (its regions: %s)", region, strings.Join(all, ", "))
+	}
+	delete(seen, region)
+	others := make([]string, 0, len(seen))
+	for r := range seen {
+		others = append(others, r)
+	}
+	sort.Strings(others)
+	return others, nil
 }
 
 // ErrNoFaults is returned by DialFaults when no fault socket is served.

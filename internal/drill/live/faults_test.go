@@ -5,8 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/stratamesh/strata/internal/harness"
 )
 
 // fakeFaults records the calls; cutErr fails Cut (as the harness's
@@ -16,12 +19,13 @@ type fakeFaults struct {
 	cutErr error
 }
 
-func (f *fakeFaults) rec(s string) error           { f.calls = append(f.calls, s); return nil }
-func (f *fakeFaults) KillRegion(r string) error    { return f.rec("kill " + r) }
-func (f *fakeFaults) FreezeRegion(r string) error  { return f.rec("freeze " + r) }
-func (f *fakeFaults) ThawRegion(r string) error    { return f.rec("thaw " + r) }
-func (f *fakeFaults) RestartRegion(r string) error { return f.rec("restart " + r) }
-func (f *fakeFaults) Heal(a, b string) error       { return f.rec("heal " + a + " " + b) }
+func (f *fakeFaults) rec(s string) error                 { f.calls = append(f.calls, s); return nil }
+func (f *fakeFaults) KillRegion(r string) error          { return f.rec("kill " + r) }
+func (f *fakeFaults) FreezeRegion(r string) error        { return f.rec("freeze " + r) }
+func (f *fakeFaults) ThawRegion(r string) error          { return f.rec("thaw " + r) }
+func (f *fakeFaults) RestartRegion(r string) error       { return f.rec("restart " + r) }
+func (f *fakeFaults) Heal(a, b string) error             { return f.rec("heal " + a + " " + b) }
+func (f *fakeFaults) Nodes() ([]harness.NodeInfo, error) { return nil, f.rec("nodes") }
 func (f *fakeFaults) Cut(a, b string) error {
 	if f.cutErr != nil {
 		return f.cutErr
@@ -91,5 +95,24 @@ func TestDialFaultsWithoutSocket(t *testing.T) {
 	_, err := DialFaults(t.TempDir())
 	if !errors.Is(err, ErrNoFaults) || !strings.Contains(err.Error(), "--cut-cmd and --heal-cmd") {
 		t.Fatalf("no socket: %v", err)
+	}
+}
+
+func TestOtherRegions(t *testing.T) {
+	nodes := []harness.NodeInfo{{Region: "c", ID: "meta"}, {Region: "a", ID: "meta"}, {Region: "b", ID: "meta"},
+		{Region: "b", ID: "b1"}, {Region: "c", ID: "b1"}}
+	got, err := OtherRegions(nodes, "b")
+	if err != nil || !reflect.DeepEqual(got, []string{"a", "c"}) {
+		t.Fatalf("others of b: %v, %v; want [a c]", got, err)
+	}
+	got, err = OtherRegions(nodes[:1], "c")
+	if err != nil || len(got) != 0 {
+		t.Fatalf("a one-region mesh: %v, %v; want none", got, err)
+	}
+	if _, err := OtherRegions(nodes, "d"); err == nil || !strings.Contains(err.Error(), "--region d") || !strings.Contains(err.Error(), "a, b, c") {
+		t.Fatalf("unknown region: %v", err)
+	}
+	if _, err := OtherRegions(nil, "a"); err == nil || !strings.Contains(err.Error(), "no node") {
+		t.Fatalf("no nodes: %v", err)
 	}
 }
