@@ -183,6 +183,10 @@ func printDecom(w io.Writer, rep decomReport) {
 		fmt.Fprintf(w, "%s: %s (asked region %s)\n", what, rep.State, rep.Asked)
 	}
 	if len(rep.Namespaces) > 0 {
+		if rep.State == "cancelled" {
+			// The lists are the BEFORE column again.
+			fmt.Fprintf(w, "cancelled: every namespace below has its replication list back as BEFORE shows\n")
+		}
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAMESPACE\tREPLICATION BEFORE\tAFTER")
 		for _, n := range rep.Namespaces {
