@@ -111,6 +111,19 @@ func (r *Relay) Learn(m Mark) {
 	}
 }
 
+// Observe records the holder's own mark of a stream, from its direct
+// answer: it replaces what was known, lower or not, because the holder
+// is the authority on what it stores (a remote rebuilt from empty
+// storage answers lower marks than it did; a stale higher mark kept
+// here would move cursors past messages it no longer holds). Marks of
+// this region, or of a holder that is not a remote, are ignored.
+func (r *Relay) Observe(m Mark) {
+	if m.Holder == r.self || !slices.Contains(r.remotes, m.Holder) || m.Stream.validate() != nil {
+		return
+	}
+	r.known[holderStream{m.Holder, m.Stream}] = m.HWM
+}
+
 // Known is the highest mark of stream learned from holder (0 if none).
 func (r *Relay) Known(holder string, s Stream) uint64 { return r.known[holderStream{holder, s}] }
 

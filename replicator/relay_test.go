@@ -257,3 +257,29 @@ func TestSenderLearn(t *testing.T) {
 		t.Fatalf("probe answer: %v, position %d", err, s.Position())
 	}
 }
+
+// TestRelayObserve: a holder's own mark replaces what was known, lower
+// or not (a remote rebuilt from empty storage), while a mark learned
+// through a third region only raises it; marks of this region or of a
+// non-remote are ignored.
+func TestRelayObserve(t *testing.T) {
+	sa := Stream{Topic: testTopic, Region: "a", Incarnation: "ia"}
+	r, err := NewRelay("a", []string{"b", "c"}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Learn(Mark{Holder: "b", Stream: sa, HWM: 30})
+	r.Learn(Mark{Holder: "b", Stream: sa, HWM: 10})
+	if got := r.Known("b", sa); got != 30 {
+		t.Fatalf("after a lower learned mark: %d, want 30", got)
+	}
+	r.Observe(Mark{Holder: "b", Stream: sa, HWM: 0}) // b rebuilt: it says it holds nothing
+	if got := r.Known("b", sa); got != 0 {
+		t.Fatalf("after b's own mark 0: %d, want 0", got)
+	}
+	r.Observe(Mark{Holder: "a", Stream: sa, HWM: 9})
+	r.Observe(Mark{Holder: "z", Stream: sa, HWM: 9})
+	if r.Known("a", sa) != 0 || r.Known("z", sa) != 0 {
+		t.Fatalf("marks of self or a non-remote kept: a %d z %d", r.Known("a", sa), r.Known("z", sa))
+	}
+}

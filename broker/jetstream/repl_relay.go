@@ -154,9 +154,13 @@ func (t *topic) planRelays(ml *mledger.ML, now time.Time) {
 	}
 }
 
-// learnMarks applies the marks of an answer: to the topic's Relay, and
-// those of this region's own stream to the cursor towards their holder.
-func (t *topic) learnMarks(marks []wire.Mark) {
+// learnMarks applies the marks of an answer from region from: to the
+// topic's Relay, and, for marks of this region's own stream held by a
+// third region (learned by from), to the sender towards that region. The
+// answering region's own marks are authoritative (Relay.Observe: a
+// region rebuilt from empty storage answers lower marks than before) and
+// move no sender: the answer's high-water mark already did.
+func (t *topic) learnMarks(from string, marks []wire.Mark) {
 	if len(marks) == 0 {
 		return
 	}
@@ -166,8 +170,15 @@ func (t *topic) learnMarks(marks []wire.Mark) {
 	core := t.relayCore()
 	for _, m := range marks {
 		st := replicator.Stream{Topic: t.name, Region: m.Region, Incarnation: m.Incarnation}
+		mk := replicator.Mark{Holder: m.Holder, Stream: st, HWM: m.HWM}
+		if m.Holder == from {
+			if core != nil {
+				core.Observe(mk)
+			}
+			continue
+		}
 		if core != nil {
-			core.Learn(replicator.Mark{Holder: m.Holder, Stream: st, HWM: m.HWM})
+			core.Learn(mk)
 		}
 		if st == local {
 			for _, r := range t.replSenders() {
@@ -263,7 +274,7 @@ func (t *topic) relayLife(ml *mledger.ML, rt replicator.Route, quit chan struct{
 			if err := snd.Answer(time.Now(), a.Answer); err != nil {
 				s.cfg.Logger.Warn("relay answer refused", "topic", t.name.String(), "to", rt.To, "answer", a.String(), "err", err)
 			}
-			t.learnMarks(a.Marks)
+			t.learnMarks(rt.To, a.Marks)
 		case <-timer.C:
 			snd.Tick(time.Now())
 		}

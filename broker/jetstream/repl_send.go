@@ -383,11 +383,18 @@ func (r *replSender) answer(snd *replicator.Sender, p []byte) {
 	if a.Kind == replicator.Failed && a.Error != "" {
 		r.setErr(errors.New(r.remote + ": " + a.Error))
 	}
+	before := snd.Position()
 	if err := snd.Answer(time.Now(), a.Answer); err != nil {
 		r.setErr(err)
 		r.t.s.cfg.Logger.Warn("replicator answer refused", "topic", r.t.name.String(), "remote", r.remote, "answer", a.String(), "err", err)
 	}
-	r.t.learnMarks(a.Marks)
+	if snd.Position() < before {
+		// The remote holds less than it did (rebuilt from empty storage):
+		// a mark learned of it before is stale and must not move the
+		// cursor past what it now lacks.
+		r.learned.Store(0)
+	}
+	r.t.learnMarks(r.remote, a.Marks)
 }
 
 func (r *replSender) setStatus(st replicator.Status) {
