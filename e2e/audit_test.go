@@ -161,6 +161,10 @@ func auditScenario(t *testing.T, up *upProcess, dataDir string) {
 	}
 	t.Logf("stalled cursor found at %.1fs", time.Since(start).Seconds())
 	hook("us-east", `{"action": "thaw-replicator", "remote": "ap-south"}`)
+	nope := "demo/events/nope-" + fmt.Sprintf("%x", time.Now().UnixNano())
+	if text, errText, code := strata(t, "audit", "--data-dir", dataDir, "--topic", nope, "--watch", "0s"); code != 2 || !strings.Contains(errText, "no such topic "+nope) {
+		t.Fatalf("audit of a topic that does not exist: exit %d, want 2 naming it\n%s\n%s", code, text, errText)
+	}
 
 	lagScenario(t, live, dataDir, js, subject, topic)
 	t.Logf("auditScenario: %.1fs", time.Since(start).Seconds())
@@ -238,5 +242,22 @@ func lagScenario(t *testing.T, live *meshfile.File, dataDir string, js jetstream
 	t.Logf("first lag reading: %d msgs %d bytes %.3fs; the message is at most %.3fs old", m, b, s, age)
 	if m != 1 || b == 0 || s > age+0.1 {
 		t.Fatalf("lag %d msgs %d bytes %.3fs; want 1 msg, its bytes, at most %.3fs", m, b, s, age)
+	}
+	// the audit with ap-south frozen: incomplete within seconds, its
+	// cursor unreachable, not stalled.
+	out, errOut, code := strata(t, "audit", "--data-dir", dataDir, "--topic", topic, "--watch", "500ms", "--timeout", "1s", "--json")
+	var a struct {
+		Exit        int      `json:"exit"`
+		NoAnswer    []string `json:"no_answer"`
+		Stalled     []any    `json:"stalled"`
+		Unreachable []struct {
+			Remote string `json:"remote"`
+		} `json:"unreachable"`
+	}
+	if err := json.Unmarshal([]byte(out), &a); err != nil {
+		t.Fatalf("audit --json (exit %d): %v\n%s\n%s", code, err, out, errOut)
+	}
+	if code != 2 || a.Exit != 2 || len(a.NoAnswer) != 1 || a.NoAnswer[0] != "ap-south" || len(a.Stalled) != 0 || len(a.Unreachable) != 1 || a.Unreachable[0].Remote != "ap-south" {
+		t.Fatalf("audit with ap-south frozen: exit %d, want 2, ap-south not answering, its cursor unreachable\n%s\n%s", code, out, errOut)
 	}
 }

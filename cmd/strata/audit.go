@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,7 +44,14 @@ messages are in flight (the replicator's lag) and are not differences.
 
 Replicator cursors are read twice, --watch apart: a cursor that had a
 backlog at the first reading and whose position did not move by the
-second is reported stalled, whatever lag it reports.
+second is reported stalled, whatever lag it reports; towards a region
+that does not answer the audit it is reported unreachable instead.
+--watch 0 reads them once: stall detection is off (said in the report).
+
+Regions are asked in parallel. A region none of whose nodes answers a
+cursor reading within --timeout (per node) is asked nothing more, and
+the audit is incomplete; --max-time bounds the whole audit. Progress
+lines go to stderr.
 
 Findings: missing (the origin holds it, the region does not), missing at
 origin, extra (above the origin's last origin sequence), differing
@@ -50,12 +59,13 @@ origin, extra (above the origin's last origin sequence), differing
 
 Exit status: 0 the regions agree; 1 a difference or a stalled cursor was
 found; 2 no difference was found but the audit is incomplete (a region
-or topic did not answer) or the arguments are wrong.`
+did not answer, or --max-time ran out), the arguments are wrong, or the
+namespace or topic asked for does not exist or is not replicated.`
 
 func newAudit() *cobra.Command {
 	var flags adminFlags
 	var nsFlag, topicFlag string
-	var watch time.Duration
+	var watch, summaryTimeout, maxTime time.Duration
 	cmd := &cobra.Command{
 		Use:   "audit [--namespace T/NS] [--topic T/NS/TOPIC] [--watch D] [--json]",
 		Short: "Compare the regions' copies of replicated topics; report missing, extra and differing messages and stalled replicator cursors",
@@ -87,6 +97,9 @@ func newAudit() *cobra.Command {
 			if watch < 0 {
 				return bad("--watch %v: want a duration of 0 or more", watch)
 			}
+			if flags.timeout <= 0 || summaryTimeout <= 0 || maxTime <= 0 {
+				return bad("--timeout, --summary-timeout and --max-time want a duration above 0")
+			}
 			urls, order, err := flags.roleTargets("broker")
 			if err != nil {
 				return bad("%v", err)
@@ -97,9 +110,18 @@ func newAudit() *cobra.Command {
 				counter.next = http.DefaultTransport
 			}
 			client.HTTP.Transport = counter
-			m := &adminMesh{cmd: cmd, flags: &flags, client: client, urls: urls, order: order, scope: scope}
+			sumClient := *client
+			sumHTTP := *client.HTTP
+			sumHTTP.Timeout = summaryTimeout
+			sumClient.HTTP = &sumHTTP
+			m := &adminMesh{cmd: cmd, flags: &flags, client: client, sumClient: &sumClient, sumTimeout: summaryTimeout, urls: urls, order: order, scope: scope}
 			start := time.Now()
-			rep, err := audit.Run(cmd.Context(), m, audit.Options{Watch: watch, Sleep: sleepCtx})
+			ctx, cancel := context.WithTimeout(cmd.Context(), maxTime)
+			defer cancel()
+			progress := func(line string) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "strata audit: %s (%.1fs)\n", line, time.Since(start).Seconds())
+			}
+			rep, err := audit.Run(ctx, m, audit.Options{Watch: watch, Sleep: sleepCtx, Progress: progress})
 			if err != nil {
 				return bad("%v", err)
 			}
@@ -128,12 +150,13 @@ func newAudit() *cobra.Command {
 	}
 	flags.register(cmd)
 	if f := cmd.PersistentFlags().Lookup("timeout"); f != nil {
-		_ = f.Value.Set("60s") // a summary reads a whole topic at its owner
-		f.DefValue = "60s"
+		f.Usage = "how long to wait for one node's answer to a topic list or a cursor reading (a region none of whose nodes answers in time is asked nothing more; summaries: --summary-timeout)"
 	}
+	cmd.Flags().DurationVar(&summaryTimeout, "summary-timeout", 60*time.Second, "how long to wait for one node's summary of a topic (its owner reads the whole topic)")
+	cmd.Flags().DurationVar(&maxTime, "max-time", 2*time.Minute, "bound on the whole audit: when it runs out, what was read is reported, incomplete (exit 2 unless a difference was found)")
 	cmd.Flags().StringVar(&nsFlag, "namespace", "", "audit only this namespace's topics (TENANT/NAMESPACE)")
 	cmd.Flags().StringVar(&topicFlag, "topic", "", "audit only this topic (TENANT/NAMESPACE/TOPIC)")
-	cmd.Flags().DurationVar(&watch, "watch", 5*time.Second, "time between the two readings of the replicator cursors (a cursor with a backlog that does not move across it is stalled)")
+	cmd.Flags().DurationVar(&watch, "watch", 5*time.Second, "time between the two readings of the replicator cursors (a cursor with a backlog that does not move across it is stalled; 0 turns stall detection off)")
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		fmt.Fprintf(c.ErrOrStderr(), "strata audit: %v\n", err)
 		return exitError{code: 2}
@@ -153,8 +176,12 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 func printAudit(w io.Writer, rep *audit.Report, moved int64, took, watch time.Duration) {
-	fmt.Fprintf(w, "audited %d replicated topic(s): %d copies of origin streams compared, %d messages read at the owners, %d summary requests, %s moved, %.1fs (cursors read %v apart)\n",
-		rep.Topics, len(rep.Compared), rep.Scanned, rep.Requests, byteText(moved), took.Seconds(), watch)
+	apart := fmt.Sprintf("cursors read %v apart", watch)
+	if !rep.StallDetection {
+		apart = "stall detection off: --watch 0, cursors read once"
+	}
+	fmt.Fprintf(w, "audited %d replicated topic(s): %d copies of origin streams compared, %d messages read at the owners, %d summary requests, %s moved, %.1fs (%s)\n",
+		rep.Topics, len(rep.Compared), rep.Scanned, rep.Requests, byteText(moved), took.Seconds(), apart)
 	for _, c := range rep.Compared {
 		fmt.Fprintf(w, "  %s origin %s in %s: origin seqs %s compared, %d in flight\n", c.Topic, c.Origin, c.Region, c.Window, c.InFlight)
 	}
@@ -177,16 +204,30 @@ func printAudit(w io.Writer, rep *audit.Report, moved int64, took, watch time.Du
 			s.Second.Topic, s.Second.Remote, s.Second.Region, s.Second.Position, watch, s.First.LastOriginSeq-s.First.Position,
 			s.First.LastOriginSeq, s.Second.LastOriginSeq, s.Second.LagMsgs, s.Second.LagSeconds)
 	}
+	for _, c := range rep.Unreachable {
+		fmt.Fprintf(w, "UNREACHABLE  %s cursor __repl.%s in %s: remote not answering the audit; position %d, %d unreplicated (last origin seq %d)\n",
+			c.Topic, c.Remote, c.Region, c.Position, c.LastOriginSeq-min(c.Position, c.LastOriginSeq), c.LastOriginSeq)
+	}
 	for _, e := range rep.Errors {
 		fmt.Fprintf(w, "ERROR  %s\n", e)
+	}
+	incomplete := ""
+	if rep.Incomplete() {
+		incomplete = "; INCOMPLETE"
+		if len(rep.NoAnswer) > 0 {
+			incomplete += fmt.Sprintf(": region(s) %s did not answer", strings.Join(rep.NoAnswer, ", "))
+		}
+		if n := len(rep.Errors); n > 0 {
+			incomplete += fmt.Sprintf(" (%d error(s) above)", n)
+		}
 	}
 	switch rep.Exit() {
 	case 0:
 		fmt.Fprintln(w, "result: the regions agree (exit 0)")
 	case 1:
-		fmt.Fprintf(w, "result: %d difference(s), %d stalled cursor(s) (exit 1)\n", len(rep.Findings), len(rep.Stalled))
+		fmt.Fprintf(w, "result: %d difference(s), %d stalled cursor(s)%s (exit 1)\n", len(rep.Findings), len(rep.Stalled), incomplete)
 	default:
-		fmt.Fprintln(w, "result: incomplete, no difference found in what was read (exit 2)")
+		fmt.Fprintf(w, "result: no difference found in what was read%s (exit 2)\n", incomplete)
 	}
 }
 
@@ -242,16 +283,32 @@ type auditScope struct {
 
 // adminMesh is audit.Mesh over the admin API of each region's brokers.
 type adminMesh struct {
-	cmd    *cobra.Command
-	flags  *adminFlags
-	client *admin.Client
-	urls   map[string][]string
-	order  []string
-	scope  auditScope
+	cmd        *cobra.Command
+	flags      *adminFlags
+	client     *admin.Client
+	sumClient  *admin.Client // with --summary-timeout per request
+	sumTimeout time.Duration
+	urls       map[string][]string
+	order      []string
+	scope      auditScope
 }
 
 func (m *adminMesh) get(ctx context.Context, region, path string, v any) error {
-	return getFirst(ctx, m.flags, m.client, m.urls[region], path, v)
+	return m.send(ctx, m.client, m.flags.timeout, region, path, v)
+}
+
+// send asks region's nodes in turn, each for up to per; no answer from
+// any (not an API error) is audit.ErrNoAnswer.
+func (m *adminMesh) send(ctx context.Context, c *admin.Client, per time.Duration, region, path string, v any) error {
+	urls := m.urls[region]
+	ctx, cancel := context.WithTimeout(ctx, per*time.Duration(max(1, len(urls))))
+	defer cancel()
+	err := c.GetFirst(ctx, urls, path, v)
+	var ae *admin.APIError
+	if err != nil && !errors.As(err, &ae) {
+		return fmt.Errorf("%w: %v", audit.ErrNoAnswer, err)
+	}
+	return err
 }
 
 func (m *adminMesh) any(ctx context.Context, path string, v any) error {
@@ -274,6 +331,9 @@ func (m *adminMesh) Topics(ctx context.Context) ([]audit.Topic, error) {
 		}
 		var ns admin.Namespace
 		if err := m.any(ctx, "/admin/v1/namespaces/"+n.Tenant+"/"+n.Namespace, &ns); err != nil {
+			if notFound(err) {
+				return nil, fmt.Errorf("no such namespace %s", n)
+			}
 			return nil, fmt.Errorf("namespace %s: %w", n, err)
 		}
 		nss = append(nss, ns)
@@ -296,9 +356,15 @@ func (m *adminMesh) Topics(ctx context.Context) ([]audit.Topic, error) {
 	for _, ns := range nss {
 		regions := slices.Compact(slices.Sorted(slices.Values(ns.Policies.Replication)))
 		if len(regions) < 2 {
+			if m.scope.topic != nil || m.scope.ns != nil {
+				return nil, fmt.Errorf("namespace %s/%s is not replicated: its replication list names %d region(s) %v, an audit needs two or more", ns.Tenant, ns.Name, len(regions), regions)
+			}
 			continue
 		}
 		if m.scope.topic != nil {
+			if err := m.topicExists(ctx, regions); err != nil {
+				return nil, err
+			}
 			out = append(out, audit.Topic{Name: m.scope.topic.String(), Regions: regions})
 			continue
 		}
@@ -321,6 +387,36 @@ func (m *adminMesh) Topics(ctx context.Context) ([]audit.Topic, error) {
 		return nil, fmt.Errorf("topic %s: its namespace does not replicate across two regions or more", m.scope.topic)
 	}
 	return out, nil
+}
+
+// topicExists asks regions in parallel for --topic's stats: an error
+// when every region that answered says it has no such topic.
+func (m *adminMesh) topicExists(ctx context.Context, regions []string) error {
+	name := m.scope.topic.String()
+	errs := make([]error, len(regions))
+	var wg sync.WaitGroup
+	for i, r := range regions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var a admin.TopicAnswer
+			errs[i] = m.get(ctx, r, "/admin/v1/topics/"+name+"/stats", &a)
+		}()
+	}
+	wg.Wait()
+	answered := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			return nil
+		case notFound(err):
+			answered++
+		}
+	}
+	if answered > 0 {
+		return fmt.Errorf("no such topic %s (%d of %d region(s) answered)", name, answered, len(regions))
+	}
+	return nil // nobody answered: the audit says which regions did not
 }
 
 func mapKeys(m map[string]bool) func(func(string) bool) {
@@ -378,7 +474,7 @@ func (m *adminMesh) Summary(ctx context.Context, region, topic string, q audit.R
 		v.Set("origin_incarnation", q.Origin.Incarnation)
 	}
 	var a admin.OriginsAnswer
-	if err := m.get(ctx, region, "/admin/v1/topics/"+topic+"/origins?"+v.Encode(), &a); err != nil {
+	if err := m.send(ctx, m.sumClient, m.sumTimeout, region, "/admin/v1/topics/"+topic+"/origins?"+v.Encode(), &a); err != nil {
 		if notFound(err) {
 			return &audit.Summary{Region: region}, nil
 		}

@@ -2,8 +2,10 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -34,16 +36,28 @@ type Mesh interface {
 	Summary(ctx context.Context, region, topic string, q Request) (*Summary, error)
 }
 
+// ErrNoAnswer marks a Mesh error meaning the region did not answer
+// (no node reachable, or none answered in time), as opposed to an
+// answer that is an error. Run asks such a region nothing more.
+var ErrNoAnswer = errors.New("audit: the region did not answer")
+
 // Options of Run.
 type Options struct {
 	// Watch is the time between the two readings of the replicator
-	// cursors (a cursor that did not move across it is stalled).
+	// cursors (a cursor that did not move across it is stalled); 0
+	// turns stall detection off (Report.StallDetection false).
 	Watch time.Duration
+	// Timeout bounds each Mesh call (0: only ctx's bound); a call that
+	// runs out counts as ErrNoAnswer.
+	Timeout time.Duration
 	// Span is the span width of the first summaries (DefaultSpan if 0).
 	Span uint64
 	// Sleep waits d or until ctx ends (time.Sleep-like; injected so
 	// tests need no clock).
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Progress, when set, is told what Run is doing (one line each:
+	// phases and regions that do not answer).
+	Progress func(line string)
 }
 
 // Kinds of Finding.
@@ -82,6 +96,16 @@ type Report struct {
 	Compared []Compared `json:"compared"`
 	Findings []Finding  `json:"findings"`
 	Stalled  []Stall    `json:"stalled"`
+	// StallDetection is false when Options.Watch was 0: the cursors
+	// were read once and none can be found stalled.
+	StallDetection bool `json:"stall_detection"`
+	// NoAnswer is the regions that did not answer (ErrNoAnswer), sorted;
+	// the audit is incomplete without them.
+	NoAnswer []string `json:"no_answer"`
+	// Unreachable is the replicator cursors (second reading, else first)
+	// towards a region in NoAnswer that had a backlog: not stalled, their
+	// remote is not answering.
+	Unreachable []Cursor `json:"unreachable"`
 	// Errors are what could not be read (the audit is incomplete).
 	Errors []string `json:"errors"`
 	// Scanned is the messages the owners read; Requests the summaries
@@ -90,16 +114,51 @@ type Report struct {
 	Requests int    `json:"requests"`
 }
 
+// Incomplete reports whether part of the mesh was not read.
+func (r *Report) Incomplete() bool { return len(r.Errors)+len(r.NoAnswer) > 0 }
+
 // Exit is the process exit status for r: 0 clean, 1 any difference or
-// stalled cursor, 2 no difference found but the audit is incomplete.
+// stalled cursor (even if incomplete), 2 no difference found but the
+// audit is incomplete.
 func (r *Report) Exit() int {
 	switch {
 	case len(r.Findings)+len(r.Stalled) > 0:
 		return 1
-	case len(r.Errors) > 0:
+	case r.Incomplete():
 		return 2
 	}
 	return 0
+}
+
+// Classify splits the stalls of Stalled(first, second) by what is known
+// of their remote: towards a region in noAnswer a cursor that does not
+// move is unreachable (its second reading, or its first when the second
+// is missing), not stalled; a cursor with a backlog at the first reading
+// towards such a region that was not read again is unreachable too.
+func Classify(first, second []Cursor, noAnswer map[string]bool) (stalled []Stall, unreachable []Cursor) {
+	type key struct{ topic, region, remote string }
+	seen := map[key]bool{}
+	for _, st := range Stalled(first, second) {
+		c := st.Second
+		seen[key{c.Topic, c.Region, c.Remote}] = true
+		if noAnswer[c.Remote] {
+			unreachable = append(unreachable, c)
+			continue
+		}
+		stalled = append(stalled, st)
+	}
+	again := map[key]bool{}
+	for _, c := range second {
+		again[key{c.Topic, c.Region, c.Remote}] = true
+	}
+	for _, c := range first {
+		k := key{c.Topic, c.Region, c.Remote}
+		if !seen[k] && noAnswer[c.Remote] && c.LastOriginSeq > c.Position && !again[k] {
+			seen[k] = true
+			unreachable = append(unreachable, c)
+		}
+	}
+	return stalled, unreachable
 }
 
 // Run audits the mesh's replicated topics: it reads every region's
@@ -108,63 +167,162 @@ func (r *Report) Exit() int {
 // copy of each origin stream with the origin region's (Compare, up to
 // Bound: what the origin's cursor towards that region had acknowledged
 // at the first reading, or more when that region holds more), settling
-// differing spans with finer requests (Settle).
+// differing spans with finer requests (Settle). Regions are asked in
+// parallel (one request at a time each); a region that does not answer
+// (ErrNoAnswer, or o.Timeout) is asked nothing more. When ctx ends Run
+// stops asking and reports what it had, incomplete. Errors: Topics'.
 func Run(ctx context.Context, m Mesh, o Options) (*Report, error) {
 	if o.Span == 0 {
 		o.Span = DefaultSpan
 	}
-	rep := &Report{Compared: []Compared{}, Findings: []Finding{}, Stalled: []Stall{}, Errors: []string{}}
+	say := func(format string, a ...any) {
+		if o.Progress != nil {
+			o.Progress(fmt.Sprintf(format, a...))
+		}
+	}
+	rep := &Report{Compared: []Compared{}, Findings: []Finding{}, Stalled: []Stall{}, Errors: []string{},
+		NoAnswer: []string{}, Unreachable: []Cursor{}, StallDetection: o.Watch > 0}
 	topics, err := m.Topics(ctx)
 	if err != nil {
 		return nil, err
 	}
 	rep.Topics = len(topics)
+	var regions []string
+	for _, t := range topics {
+		for _, r := range t.Regions {
+			if !slices.Contains(regions, r) {
+				regions = append(regions, r)
+			}
+		}
+	}
+	slices.Sort(regions)
+	var mu sync.Mutex
+	down := map[string]bool{}
+	ended := false
+	// call runs f bounded by o.Timeout; a region that does not answer
+	// is marked down.
+	call := func(region string, f func(ctx context.Context) error) error {
+		cctx, cancel := ctx, context.CancelFunc(func() {})
+		if o.Timeout > 0 {
+			cctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		}
+		err := f(cctx)
+		timedOut := err != nil && cctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, ErrNoAnswer) || timedOut {
+			mu.Lock()
+			if !down[region] {
+				down[region] = true
+				rep.NoAnswer = append(rep.NoAnswer, region)
+				say("region %s did not answer: %v", region, err)
+			}
+			mu.Unlock()
+		}
+		return err
+	}
+	// each runs f for every topic replicated to a region, regions in
+	// parallel, skipping regions down and stopping when ctx ends.
+	each := func(phase string, f func(t Topic, region string)) {
+		var wg sync.WaitGroup
+		for _, r := range regions {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for _, t := range topics {
+					mu.Lock()
+					skip := down[r] || !slices.Contains(t.Regions, r)
+					mu.Unlock()
+					if skip {
+						continue
+					}
+					if ctx.Err() != nil {
+						mu.Lock()
+						if !ended {
+							ended = true
+							rep.Errors = append(rep.Errors, fmt.Sprintf("the audit's time ran out during the %s: %v", phase, ctx.Err()))
+						}
+						mu.Unlock()
+						return
+					}
+					f(t, r)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	failed := func(what string, t Topic, r string, err error) {
+		mu.Lock()
+		rep.Errors = append(rep.Errors, fmt.Sprintf("%s in %s: %s: %v", t.Name, r, what, err))
+		mu.Unlock()
+	}
 	type key struct{ topic, region string }
 	first := map[key]Replication{}
 	var firstCursors []Cursor
-	for _, t := range topics {
-		for _, r := range t.Regions {
-			rp, err := m.Replication(ctx, r, t.Name)
-			if err != nil {
-				rep.Errors = append(rep.Errors, fmt.Sprintf("%s in %s: replication state: %v", t.Name, r, err))
-				continue
-			}
-			first[key{t.Name, r}] = rp
-			firstCursors = append(firstCursors, rp.Cursors...)
+	say("reading the replicator cursors of %d topic(s) in %d region(s)", len(topics), len(regions))
+	each("first reading of the cursors", func(t Topic, r string) {
+		var rp Replication
+		if err := call(r, func(ctx context.Context) (err error) { rp, err = m.Replication(ctx, r, t.Name); return }); err != nil {
+			failed("replication state", t, r, err)
+			return
 		}
-	}
+		mu.Lock()
+		first[key{t.Name, r}] = rp
+		firstCursors = append(firstCursors, rp.Cursors...)
+		mu.Unlock()
+	})
 	sums := map[key]*Summary{}
-	for _, t := range topics {
-		for _, r := range t.Regions {
-			s, err := m.Summary(ctx, r, t.Name, Request{Span: o.Span})
-			rep.Requests++
-			if err != nil {
-				rep.Errors = append(rep.Errors, fmt.Sprintf("%s in %s: summary: %v", t.Name, r, err))
-				continue
-			}
-			rep.Scanned += s.Scanned
-			sums[key{t.Name, r}] = s
+	say("asking the topics' owners for summaries")
+	each("summaries", func(t Topic, r string) {
+		var s *Summary
+		err := call(r, func(ctx context.Context) (err error) {
+			s, err = m.Summary(ctx, r, t.Name, Request{Span: o.Span})
+			return
+		})
+		mu.Lock()
+		rep.Requests++
+		mu.Unlock()
+		if err != nil {
+			failed("summary", t, r, err)
+			return
 		}
-	}
-	if o.Watch > 0 && o.Sleep != nil {
+		mu.Lock()
+		rep.Scanned += s.Scanned
+		sums[key{t.Name, r}] = s
+		mu.Unlock()
+	})
+	if o.Watch > 0 && o.Sleep != nil && ctx.Err() == nil {
+		say("reading the cursors again in %v", o.Watch)
 		if err := o.Sleep(ctx, o.Watch); err != nil {
-			return nil, err
+			rep.Errors = append(rep.Errors, fmt.Sprintf("the audit's time ran out waiting for the second reading of the cursors: %v", err))
+			ended = true
 		}
 	}
 	second := map[key]Replication{}
 	var secondCursors []Cursor
-	for _, t := range topics {
-		for _, r := range t.Regions {
-			rp, err := m.Replication(ctx, r, t.Name)
-			if err != nil {
-				rep.Errors = append(rep.Errors, fmt.Sprintf("%s in %s: replication state (second reading): %v", t.Name, r, err))
-				continue
-			}
-			second[key{t.Name, r}] = rp
-			secondCursors = append(secondCursors, rp.Cursors...)
+	each("second reading of the cursors", func(t Topic, r string) {
+		var rp Replication
+		if err := call(r, func(ctx context.Context) (err error) { rp, err = m.Replication(ctx, r, t.Name); return }); err != nil {
+			failed("replication state (second reading)", t, r, err)
+			return
 		}
+		mu.Lock()
+		second[key{t.Name, r}] = rp
+		secondCursors = append(secondCursors, rp.Cursors...)
+		mu.Unlock()
+	})
+	slices.Sort(rep.NoAnswer)
+	if o.Watch > 0 {
+		stalled, unreachable := Classify(firstCursors, secondCursors, down)
+		rep.Stalled = append(rep.Stalled, stalled...)
+		rep.Unreachable = append(rep.Unreachable, unreachable...)
+	} else {
+		_, unreachable := Classify(firstCursors, nil, down)
+		rep.Unreachable = append(rep.Unreachable, unreachable...)
 	}
-	rep.Stalled = append(rep.Stalled, Stalled(firstCursors, secondCursors)...)
+	say("comparing")
 
 	for _, t := range topics {
 		for _, origin := range t.Regions {
@@ -178,7 +336,7 @@ func Run(ctx context.Context, m Mesh, o Options) (*Report, error) {
 			ref := refSum.Find(o)
 			for _, region := range t.Regions {
 				gotSum := sums[key{t.Name, region}]
-				if region == origin || gotSum == nil {
+				if region == origin || gotSum == nil || down[region] || down[origin] {
 					continue
 				}
 				var pos uint64
@@ -196,7 +354,8 @@ func Run(ctx context.Context, m Mesh, o Options) (*Report, error) {
 				res := Compare(ref, got, win, s.LastOriginSeq)
 				fetch := func(r string) Fetch {
 					return func(q Request) (*OriginSummary, error) {
-						sm, err := m.Summary(ctx, r, t.Name, q)
+						var sm *Summary
+						err := call(r, func(ctx context.Context) (err error) { sm, err = m.Summary(ctx, r, t.Name, q); return })
 						if err != nil {
 							return nil, err
 						}
@@ -226,5 +385,7 @@ func Run(ctx context.Context, m Mesh, o Options) (*Report, error) {
 			}
 		}
 	}
+	slices.Sort(rep.Errors) // the regions answered in parallel
+	slices.Sort(rep.NoAnswer)
 	return rep, nil
 }
