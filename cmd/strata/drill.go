@@ -435,14 +435,6 @@ func namespaceCandidates(ctx context.Context, c *admin.Client, base, only string
 	return cands, nil
 }
 
-func regionNames(mf *meshfile.File) string {
-	var n []string
-	for _, r := range mf.Regions {
-		n = append(n, r.Name)
-	}
-	return strings.Join(n, ", ")
-}
-
 func hasQuotas(q tenancy.Quotas) bool {
 	return q.PublishRate|q.PublishBytes|q.Storage|q.Topics|q.Connections|q.Consumers != 0 || len(q.Regions) > 0
 }

@@ -163,6 +163,12 @@ func TestLoadShort(t *testing.T) {
 	if r := Analyze(l); r.LoadShort || len(r.Warnings) != 0 {
 		t.Fatalf("80%%: short %v %q", r.LoadShort, r.Warnings)
 	}
+	// A slow fault call: the rate is measured up to when it was made.
+	l.CutBegan = at(1000) // m0..m9 acked by then: 10 in 1 s
+	if r := Analyze(l); r.Published.RatePerS != 10 || r.LoadShort {
+		t.Fatalf("rate to the fault call %v short %v", r.Published.RatePerS, r.LoadShort)
+	}
+	l.CutBegan = time.Time{}
 	l.Load = 1000000
 	r := Analyze(l)
 	if !r.LoadShort || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "10.0 msgs/s acknowledged in r1 before the cut, 0% of the 1000000 msgs/s asked") {

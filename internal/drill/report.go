@@ -50,9 +50,10 @@ type Published struct {
 	InSurvivors int `json:"in_survivors"`
 	Total       int `json:"total"`
 	// RatePerS is the observed acknowledged rate in the cut region
-	// before the cut (msgs/s): the acknowledgements from Log.Start to the
-	// cut over that time (without Start: from the first one); Report.Load
-	// is the rate asked.
+	// before the cut (msgs/s): the acknowledgements from Log.Start to
+	// Log.CutBegan (the fault call, which may stall publishes while it
+	// runs; without it Log.Cut) over that time (without Start: from the
+	// first acknowledgement to the cut); Report.Load is the rate asked.
 	RatePerS float64 `json:"rate_per_s"`
 }
 
@@ -135,13 +136,17 @@ func Analyze(l Log) Report {
 	}
 	r.Published = Published{InRegion: len(inR), InSurvivors: len(inS), Total: len(acked)}
 	if !l.Start.IsZero() {
+		end := l.Cut
+		if !l.CutBegan.IsZero() && l.CutBegan.Before(end) {
+			end = l.CutBegan
+		}
 		n := 0
 		for _, at := range inR {
-			if !at.Before(l.Start) && !at.After(l.Cut) {
+			if !at.Before(l.Start) && !at.After(end) {
 				n++
 			}
 		}
-		if span := l.Cut.Sub(l.Start); span > 0 {
+		if span := end.Sub(l.Start); span > 0 {
 			r.Published.RatePerS = float64(n) / span.Seconds()
 		}
 	} else if span := l.Cut.Sub(firstR); len(inR) > 1 && span > 0 {

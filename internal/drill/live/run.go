@@ -201,6 +201,7 @@ func (d *driver) run(ctx context.Context, fault Fault) error {
 	}
 
 	d.setPhase("cut", d.cfg.Region)
+	d.log.CutBegan = time.Now()
 	if err := fault.Cut(ctx); err != nil {
 		return fmt.Errorf("drill: cut %s: %w", d.cfg.Region, err)
 	}
