@@ -171,7 +171,7 @@ func TestLoadShort(t *testing.T) {
 	l.CutBegan = time.Time{}
 	l.Load = 1000000
 	r := Analyze(l)
-	if !r.LoadShort || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "10.0 msgs/s acknowledged in r1 before the cut, 0% of the 1000000 msgs/s asked") {
+	if !r.LoadShort || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "10.0 msgs/s acknowledged in r1 before the cut, 0.001% of the 1000000 msgs/s asked") {
 		t.Fatalf("short %v %q", r.LoadShort, r.Warnings)
 	}
 	if v := Check(r, Thresholds{}); len(v) != 0 {

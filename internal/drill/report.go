@@ -156,7 +156,7 @@ func Analyze(l Log) Report {
 	if l.Load > 0 && r.Published.RatePerS < LoadShortRatio*l.Load {
 		r.LoadShort = true
 		r.Warnings = append(r.Warnings, fmt.Sprintf(
-			"load: %.1f msgs/s acknowledged in %s before the cut, %.0f%% of the %s msgs/s asked (--load): the producer or the mesh did not keep up",
+			"load: %.1f msgs/s acknowledged in %s before the cut, %.3g%% of the %s msgs/s asked (--load): the producer or the mesh did not keep up",
 			r.Published.RatePerS, l.Region, 100*r.Published.RatePerS/l.Load, num(l.Load)))
 	}
 
