@@ -61,18 +61,28 @@ subscription's consumer in --region on a drill topic of their own, cuts the regi
 (--mode kill|freeze|partition through the fault socket of 'strata up', or the
 --cut-cmd/--heal-cmd hooks for real hosts), moves the clients to a surviving region,
 heals the region after --for, waits until every acknowledged message is in every
-region of the namespace, and prints a report. Exit status 1 when a threshold given on
-the command line (or --max-lost, 0 by default) is missed. docs/drill.md has the
-report's definitions and its JSON schema.`,
-		Args: cobra.NoArgs,
+region of the namespace, and prints a report. docs/drill.md has the report's
+definitions and its JSON schema.
+
+Exit status: 0 the drill passed; 1 a threshold given on the command line (or
+--max-lost, 0 by default) was missed, or the drill measured nothing (no producer or
+consumer resumed in the survivor, fewer than 5 messages acknowledged before the cut),
+or it failed while running (a hook failing, the survivor not reachable); 2 bad
+arguments (a malformed flag, an unknown region, a survivor outside the namespace's
+replication list, a --load too low to send 5 messages in the warmup and in the
+outage) or the mesh could not be reached before the drill began.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			return usageErr(cobra.NoArgs(cmd, args))
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			th, err := f.thresholds(cmd)
 			if err != nil {
-				return err
+				return usageErr(err)
 			}
 			return runDrill(cmd, f, th)
 		},
 	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
 	fs := cmd.Flags()
 	fs.StringVar(&f.region, "region", "", "the region to cut (required)")
 	fs.StringVar(&f.survivor, "survivor", "", "the region the clients move to (default: the first other region of the namespace)")
@@ -123,16 +133,21 @@ func (f *drillFlags) thresholds(cmd *cobra.Command) (drill.Thresholds, error) {
 			bad("--mode %q: want kill, freeze or partition", f.mode)
 		}
 	}
-	if _, err := drill.ParseRate(f.load); err != nil {
-		bad("--load: %v", err)
-	}
-	pos := func(name string, d, limit time.Duration) {
+	pos := func(name string, d, limit time.Duration) bool {
 		if d <= 0 || d > limit {
 			bad("--%s %v: want more than 0 and at most %v", name, d, limit)
+			return false
+		}
+		return true
+	}
+	okFor, okWarmup := pos("for", f.forD, time.Hour), pos("warmup", f.warmup, time.Hour)
+	if rate, err := drill.ParseRate(f.load); err != nil {
+		bad("--load: %v", err)
+	} else if okFor && okWarmup {
+		if err := drill.CheckLoad(rate, f.warmup, f.forD); err != nil {
+			bad("--load %s: %v", f.load, err)
 		}
 	}
-	pos("for", f.forD, time.Hour)
-	pos("warmup", f.warmup, time.Hour)
 	pos("sync-interval", f.syncInterval, time.Hour)
 	pos("catch-up-timeout", f.catchUp, 24*time.Hour)
 	if len(f.nats) > 0 {
@@ -206,13 +221,16 @@ func runDrill(cmd *cobra.Command, f *drillFlags, th drill.Thresholds) error {
 			cfg.Regions = append(cfg.Regions, r)
 		}
 		sort.Strings(cfg.Regions)
+		if err := checkRegions(cfg.Regions, f); err != nil {
+			return err
+		}
 	} else {
 		mf, err := meshfile.Read(dir)
 		if err != nil {
-			return err
+			return usageErr(err)
 		}
 		if !supervisor.Running(dir) {
-			return fmt.Errorf("%s is stale: no strata up is running with data dir %s", meshfile.Path(dir), dir)
+			return usageErr(fmt.Errorf("%s is stale: no strata up is running with data dir %s", meshfile.Path(dir), dir))
 		}
 		cfg.Endpoints = func() (map[string][]string, error) {
 			m, err := meshfile.Read(dir)
@@ -225,21 +243,27 @@ func runDrill(cmd *cobra.Command, f *drillFlags, th drill.Thresholds) error {
 			}
 			return eps, nil
 		}
+		var names []string
 		for _, r := range mf.Regions {
+			names = append(names, r.Name)
 			if r.Name != f.region {
 				others = append(others, r.Name)
 			}
 		}
-		if len(others) == len(mf.Regions) {
-			return fmt.Errorf("--region %s: the mesh has no such region (it has %s)", f.region, regionNames(mf))
-		}
-		if err := drillNamespace(ctx, f, mf, &cfg); err != nil {
+		if err := checkRegions(names, f); err != nil {
 			return err
 		}
+		if err := drillNamespace(ctx, f, mf, &cfg); err != nil {
+			return usageErr(err)
+		}
+	}
+	var err error
+	if cfg.Survivor, err = drill.PickSurvivor(cfg.Namespace, cfg.Regions, f.region, f.survivor); err != nil {
+		return usageErr(err)
 	}
 	tc, err := f.tls.config(f.dataDir)
 	if err != nil {
-		return err
+		return usageErr(err)
 	}
 	if tc != nil {
 		cfg.NATSOptions = append(cfg.NATSOptions, nats.Secure(tc))
@@ -266,7 +290,7 @@ func runDrill(cmd *cobra.Command, f *drillFlags, th drill.Thresholds) error {
 		}
 	}
 	if err != nil {
-		return err
+		return usageErr(err)
 	}
 
 	out := cmd.OutOrStdout()
@@ -287,7 +311,7 @@ func runDrill(cmd *cobra.Command, f *drillFlags, th drill.Thresholds) error {
 		fmt.Fprint(out, "\r\033[K")
 	}
 	if err != nil {
-		return err
+		return codedError{code: 1, err: err}
 	}
 	r := drill.Analyze(log)
 	v := drill.Check(r, th)
@@ -299,7 +323,30 @@ func runDrill(cmd *cobra.Command, f *drillFlags, th drill.Thresholds) error {
 		for i, x := range v {
 			names[i] = x.Flag
 		}
-		return fmt.Errorf("drill failed: %s", strings.Join(names, ", "))
+		return codedError{code: 1, err: fmt.Errorf("drill failed: %s", strings.Join(names, ", "))}
+	}
+	return nil
+}
+
+// usageErr marks err (when not nil) as a bad argument or a mesh not
+// reached before the drill began: exit status 2.
+func usageErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return codedError{code: 2, err: err}
+}
+
+// checkRegions refuses a --region or --survivor that is not one of the
+// mesh's regions (exit status 2).
+func checkRegions(mesh []string, f *drillFlags) error {
+	if err := drill.CheckRegion(mesh, "region", f.region); err != nil {
+		return usageErr(err)
+	}
+	if f.survivor != "" {
+		if err := drill.CheckRegion(mesh, "survivor", f.survivor); err != nil {
+			return usageErr(err)
+		}
 	}
 	return nil
 }
@@ -347,7 +394,7 @@ func drillNamespace(ctx context.Context, f *drillFlags, mf *meshfile.File, cfg *
 			cfg.Namespace, cfg.Regions = cands[0].NS, cands[0].Replication
 			return nil
 		}
-		c, err := drill.ChooseNamespace(cands, f.region)
+		c, err := drill.ChooseNamespace(cands, f.region, f.survivor)
 		if err != nil {
 			return err
 		}
@@ -386,14 +433,6 @@ func namespaceCandidates(ctx context.Context, c *admin.Client, base, only string
 		}
 	}
 	return cands, nil
-}
-
-func regionNames(mf *meshfile.File) string {
-	var n []string
-	for _, r := range mf.Regions {
-		n = append(n, r.Name)
-	}
-	return strings.Join(n, ", ")
 }
 
 func hasQuotas(q tenancy.Quotas) bool {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,10 +49,22 @@ func TestDrillFlagErrors(t *testing.T) {
 		{[]string{"--region", "a", "--namespace", "demo"}, `--namespace "demo"`},
 		{[]string{"--region", "a", "--nats", "a=http://h:1"}, `bad --nats "a=http://h:1"`},
 		{[]string{"--region", "a", "--nats", "a=h:1"}, "--nats needs --namespace"},
+		{[]string{"--region", "a", "--load", "10/h", "--for", "2s"}, "--load 10/h: drill: --load too low: 0.003 msgs/s plans 0.008 messages in the 3s warmup and 0.006 in the 2s outage; a drill needs at least 5 in each: give --load 2.5/s or more"},
+		{[]string{"--region", "a", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"--region", "a", "extra"}, `unknown command "extra"`},
+		{[]string{"--region", "a", "--survivor", "mars", "--namespace", "demo/events", "--nats", "a=h:1", "--nats", "b=h:2"},
+			"--survivor mars: unknown region mars (regions: a, b)"},
+		{[]string{"--region", "c", "--namespace", "demo/events", "--nats", "a=h:1", "--nats", "b=h:2"},
+			"--region c: unknown region c (regions: a, b)"},
 	} {
 		_, err := runStrata(t, append([]string{"drill", "failover"}, c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v; want %q", c.args, err, c.want)
+		}
+		// Bad arguments exit 2, apart from a missed threshold's 1.
+		var ce codedError
+		if !errors.As(err, &ce) || ce.code != 2 {
+			t.Errorf("%v: error %v is not exit status 2", c.args, err)
 		}
 	}
 }

@@ -21,6 +21,11 @@ func main() {
 		if errors.As(err, &ee) {
 			os.Exit(ee.code)
 		}
+		var ce codedError
+		if errors.As(err, &ce) {
+			fmt.Fprintln(os.Stderr, "strata:", err)
+			os.Exit(ce.code)
+		}
 		var problems topology.Problems
 		if errors.As(err, &problems) { // one FILE:LINE:COL line each
 			fmt.Fprintln(os.Stderr, "strata: the topology is invalid:")
@@ -37,3 +42,13 @@ func main() {
 type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// codedError is printed like any error but ends the process with code
+// (e.g. 2 for a drill's bad arguments, 1 for a drill that failed).
+type codedError struct {
+	code int
+	err  error
+}
+
+func (e codedError) Error() string { return e.err.Error() }
+func (e codedError) Unwrap() error { return e.err }

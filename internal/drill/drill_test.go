@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stratamesh/strata/tenancy"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -57,9 +59,9 @@ func TestAnalyzeScript(t *testing.T) {
 	if r.Published.Total != 30 || r.Published.InRegion != 20 || r.Published.InSurvivors != 10 {
 		t.Fatalf("published %+v", r.Published)
 	}
-	// 20 acks from 100 ms to the cut at 2000 ms: 20 / 1.9 s.
-	if got := r.Published.RatePerS; got < 10.52 || got > 10.53 {
-		t.Fatalf("rate %v, want 20/1.9", got)
+	// 20 acks from the start (0 ms) to the cut at 2000 ms: 20 / 2 s, the rate asked.
+	if got := r.Published.RatePerS; got != 10 || r.LoadShort || len(r.Warnings) != 0 {
+		t.Fatalf("rate %v short %v %q, want 10/s, not short", got, r.LoadShort, r.Warnings)
 	}
 	if r.RPO.Msgs != 3 || r.RPO.OldestAgeS != 0.2 { // m17 m18 m19; m17 acked at 1800 ms
 		t.Fatalf("RPO %+v, want 3 msgs, oldest 0.2s", r.RPO)
@@ -120,13 +122,118 @@ func TestAnalyzeNeverRecovered(t *testing.T) {
 	for _, x := range v {
 		flags = append(flags, x.Flag)
 	}
-	if strings.Join(flags, ",") != "--max-rto,--max-rto,catch-up" || !strings.Contains(v[0].Msg, "never") {
+	// Never recovered is a failure to measure, with or without --max-rto.
+	if strings.Join(flags, ",") != "measure,measure,catch-up" ||
+		!strings.Contains(v[0].Msg, "producer never resumed: no publish acknowledged in r2") ||
+		!strings.Contains(v[1].Msg, "consumer never resumed: no delivery in r2") {
 		t.Fatalf("violations %v", v)
+	}
+	if v2 := Check(r, Thresholds{}); len(v2) != 3 || v2[0] != v[0] || v2[1] != v[1] {
+		t.Fatalf("violations without --max-rto %v", v2)
 	}
 	// The JSON shows the RTOs as null.
 	b, err := json.Marshal(r)
 	if err != nil || !bytes.Contains(b, []byte(`"rto":{"publish_s":null,"consume_s":null}`)) {
 		t.Fatalf("json %s %v", b, err)
+	}
+}
+
+// TestCheckMeasure: a drill that acknowledged too few messages before
+// the cut fails whatever the thresholds, and one with enough passes.
+func TestCheckMeasure(t *testing.T) {
+	l := script()
+	l.Acks = append(l.Acks[:MinMsgs-1:MinMsgs-1], l.Acks[20:]...) // m0..m3 in r1, then r2
+	r := Analyze(l)
+	v := Check(r, Thresholds{})
+	if len(v) != 1 || v[0].Flag != "measure" || !strings.Contains(v[0].Msg, "only 4 messages acknowledged in r1 before the cut (at least 5 needed)") {
+		t.Fatalf("violations %v", v)
+	}
+	l = script()
+	l.Acks = append(l.Acks[:MinMsgs:MinMsgs], l.Acks[20:]...)
+	if v := Check(Analyze(l), Thresholds{}); len(v) != 0 {
+		t.Fatalf("violations with %d acknowledged: %v", MinMsgs, v)
+	}
+}
+
+// TestLoadShort: an achieved rate below 80 % of the asked one is flagged
+// in the report (field, warning, table line) without failing the drill.
+func TestLoadShort(t *testing.T) {
+	l := script()
+	l.Load = 12.5 // 10 achieved = 80 %: not short
+	if r := Analyze(l); r.LoadShort || len(r.Warnings) != 0 {
+		t.Fatalf("80%%: short %v %q", r.LoadShort, r.Warnings)
+	}
+	// A slow fault call: the rate is measured up to when it was made.
+	l.CutBegan = at(1000) // m0..m9 acked by then: 10 in 1 s
+	if r := Analyze(l); r.Published.RatePerS != 10 || r.LoadShort {
+		t.Fatalf("rate to the fault call %v short %v", r.Published.RatePerS, r.LoadShort)
+	}
+	l.CutBegan = time.Time{}
+	l.Load = 1000000
+	r := Analyze(l)
+	if !r.LoadShort || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "10.0 msgs/s acknowledged in r1 before the cut, 0.001% of the 1000000 msgs/s asked") {
+		t.Fatalf("short %v %q", r.LoadShort, r.Warnings)
+	}
+	if v := Check(r, Thresholds{}); len(v) != 0 {
+		t.Fatalf("violations %v", v)
+	}
+	var b bytes.Buffer
+	_ = WriteTable(&b, r, nil)
+	if !strings.Contains(b.String(), "\nWARN load: 10.0 msgs/s") || !strings.HasSuffix(b.String(), "\nPASS\n") {
+		t.Fatalf("table:\n%s", b.String())
+	}
+	js, _ := json.Marshal(r)
+	if !bytes.Contains(js, []byte(`"load_short":true,"warnings":["load: `)) {
+		t.Fatalf("json %s", js)
+	}
+}
+
+func TestCheckLoad(t *testing.T) {
+	if err := CheckLoad(2.5, 3*time.Second, 2*time.Second); err != nil {
+		t.Fatalf("5 msgs in each: %v", err)
+	}
+	for _, c := range []struct {
+		rate        float64
+		warmup, out time.Duration
+		want        string
+	}{
+		{10.0 / 3600, 3 * time.Second, 2 * time.Second, "0.003 msgs/s plans 0.008 messages in the 3s warmup and 0.006 in the 2s outage; a drill needs at least 5 in each: give --load 2.5/s or more"},
+		{2, 10 * time.Second, 2 * time.Second, "give --load 2.5/s or more"},
+		{1, time.Second, 10 * time.Second, "plans 1 messages in the 1s warmup and 10 in the 10s outage"},
+	} {
+		err := CheckLoad(c.rate, c.warmup, c.out)
+		if !errors.Is(err, ErrLoad) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("CheckLoad(%v, %v, %v) = %v; want %q", c.rate, c.warmup, c.out, err, c.want)
+		}
+	}
+}
+
+func TestRegionChecks(t *testing.T) {
+	mesh := []string{"us-east", "eu-west", "ap-south"}
+	if err := CheckRegion(mesh, "survivor", "eu-west"); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckRegion(mesh, "survivor", "mars"); !errors.Is(err, ErrRegion) ||
+		!strings.Contains(err.Error(), "--survivor mars: unknown region mars (regions: us-east, eu-west, ap-south)") {
+		t.Fatalf("mars: %v", err)
+	}
+	ns := tenancy.NSName{Tenant: "demo", Namespace: "events"}
+	repl := []string{"us-east", "eu-west"}
+	for _, c := range []struct{ region, survivor, want, err string }{
+		{"us-east", "", "eu-west", ""},
+		{"eu-west", "", "us-east", ""},
+		{"us-east", "eu-west", "eu-west", ""},
+		{"us-east", "ap-south", "", "--survivor ap-south is not in demo/events's replication list [us-east eu-west]"},
+		{"ap-south", "", "", "--region ap-south is not in demo/events's replication list [us-east eu-west]"},
+		{"us-east", "us-east", "", "--survivor us-east is the region cut"},
+	} {
+		got, err := PickSurvivor(ns, repl, c.region, c.survivor)
+		if c.err == "" && (err != nil || got != c.want) || c.err != "" && (!errors.Is(err, ErrRegion) || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("PickSurvivor(%s, %q) = %q, %v; want %q %q", c.region, c.survivor, got, err, c.want, c.err)
+		}
+	}
+	if _, err := PickSurvivor(ns, []string{"us-east"}, "us-east", ""); err == nil || !strings.Contains(err.Error(), "replicates only to [us-east]") {
+		t.Fatalf("alone: %v", err)
 	}
 }
 
@@ -137,7 +244,7 @@ func TestCheckThresholds(t *testing.T) {
 	v := Check(r, Thresholds{MaxRPOMsgs: &msgs, MaxRPO: &rpo, MaxRTO: &rto, MaxDups: &dups, MaxCatchUp: &cu})
 	want := []string{
 		"--max-rpo-msgs: RPO 3 messages > 2",
-		"--max-rpo: RPO 0.285s of traffic > 100ms",
+		"--max-rpo: RPO 0.300s of traffic > 100ms",
 		"--max-rto: RTO consume 0.900s > 700ms",
 		"--max-duplicates: 2 duplicate deliveries > 1",
 		"--max-catch-up: catch-up 1.500s > 1s",
@@ -165,7 +272,7 @@ func TestWriteTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"RPO          3 msgs = 0.285s of traffic", "RTO publish  0.600s", "lost         0\n", "catch-up     1.500s", "\nPASS\n"} {
+	for _, want := range []string{"RPO          3 msgs = 0.300s of traffic", "at 10.0 msgs/s of 10 asked", "RTO publish  0.600s", "lost         0\n", "catch-up     1.500s", "\nPASS\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

@@ -54,17 +54,23 @@ type Candidate struct {
 var ErrNoNamespace = errors.New("drill: no namespace fits")
 
 // ChooseNamespace picks the drill's namespace: the first (by
-// tenant/namespace) that replicates to region and another region and
-// lets a publish create topics, preferring tenants without quotas.
-func ChooseNamespace(cands []Candidate, region string) (Candidate, error) {
+// tenant/namespace) that replicates to region and another region (to
+// survivor, when not empty) and lets a publish create topics, preferring
+// tenants without quotas.
+func ChooseNamespace(cands []Candidate, region, survivor string) (Candidate, error) {
 	var fit []Candidate
 	for _, c := range cands {
-		if c.AutoCreate && slices.Contains(c.Replication, region) && len(c.Replication) > 1 {
+		if c.AutoCreate && slices.Contains(c.Replication, region) && len(c.Replication) > 1 &&
+			(survivor == "" || slices.Contains(c.Replication, survivor)) {
 			fit = append(fit, c)
 		}
 	}
 	if len(fit) == 0 {
-		return Candidate{}, fmt.Errorf("%w: none of %d namespaces replicates %s to another region and auto-creates topics; give --namespace", ErrNoNamespace, len(cands), region)
+		to := "another region"
+		if survivor != "" {
+			to = "--survivor " + survivor
+		}
+		return Candidate{}, fmt.Errorf("%w: none of %d namespaces replicates %s to %s and auto-creates topics; give --namespace", ErrNoNamespace, len(cands), region, to)
 	}
 	slices.SortFunc(fit, func(a, b Candidate) int {
 		if a.Quotas != b.Quotas {

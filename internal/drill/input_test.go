@@ -66,16 +66,24 @@ func TestChooseNamespace(t *testing.T) {
 		{NS: ns("demo", "closed"), Replication: all},
 		{NS: ns("demo", "bc"), Replication: []string{"b", "c"}, AutoCreate: true},
 	}
-	if c, err := ChooseNamespace(cands, "a"); err != nil || c.NS != ns("demo", "events") {
+	if c, err := ChooseNamespace(cands, "a", ""); err != nil || c.NS != ns("demo", "events") {
 		t.Fatalf("a: %v %v", c.NS, err)
 	}
-	if c, err := ChooseNamespace(cands, "b"); err != nil || c.NS != ns("demo", "bc") {
+	if c, err := ChooseNamespace(cands, "b", ""); err != nil || c.NS != ns("demo", "bc") {
 		t.Fatalf("b: %v %v", c.NS, err)
 	}
-	if c, err := ChooseNamespace(cands[:1], "a"); err != nil || c.NS != ns("metered", "events") {
+	if c, err := ChooseNamespace(cands[:1], "a", ""); err != nil || c.NS != ns("metered", "events") {
 		t.Fatalf("only a quota tenant: %v %v", c.NS, err)
 	}
-	if _, err := ChooseNamespace(cands[3:5], "a"); !errors.Is(err, ErrNoNamespace) || !strings.Contains(err.Error(), "give --namespace") {
+	if _, err := ChooseNamespace(cands[3:5], "a", ""); !errors.Is(err, ErrNoNamespace) || !strings.Contains(err.Error(), "give --namespace") {
 		t.Fatalf("none: %v", err)
+	}
+	// With --survivor the namespace must replicate to it too.
+	cands = append(cands, Candidate{NS: ns("demo", "ac"), Replication: []string{"a", "c"}, AutoCreate: true})
+	if c, err := ChooseNamespace(cands[3:], "a", "c"); err != nil || c.NS != ns("demo", "ac") {
+		t.Fatalf("a to c: %v %v", c.NS, err)
+	}
+	if _, err := ChooseNamespace(cands[3:5], "a", "c"); !errors.Is(err, ErrNoNamespace) || !strings.Contains(err.Error(), "replicates a to --survivor c") {
+		t.Fatalf("none to c: %v", err)
 	}
 }

@@ -33,6 +33,7 @@ type Log struct {
 	SyncInterval time.Duration
 
 	Start    time.Time // producers and consumers started in Region
+	CutBegan time.Time // the fault call was made (zero: taken as Cut)
 	Cut      time.Time // the fault call returned: Region is cut
 	Healed   time.Time // the heal call returned
 	CaughtUp time.Time // every acknowledged message seen in every region; zero: never

@@ -1,6 +1,7 @@
 package drill
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -35,6 +36,12 @@ type Report struct {
 	// null when that did not happen before the deadline.
 	CatchUpS *float64 `json:"catch_up_s"`
 	CaughtUp bool     `json:"caught_up"`
+	// LoadShort is set when Published.RatePerS is below LoadShortRatio
+	// of Load: the producer did not publish at the rate asked (the
+	// client or the mesh could not keep up), and Warnings says so.
+	LoadShort bool `json:"load_short"`
+	// Warnings are findings that do not fail the drill (one line each).
+	Warnings []string `json:"warnings"`
 }
 
 // Published counts distinct acknowledged messages.
@@ -43,7 +50,10 @@ type Published struct {
 	InSurvivors int `json:"in_survivors"`
 	Total       int `json:"total"`
 	// RatePerS is the observed acknowledged rate in the cut region
-	// before the cut (msgs/s).
+	// before the cut (msgs/s): the acknowledgements from Log.Start to
+	// Log.CutBegan (the fault call, which may stall publishes while it
+	// runs; without it Log.Cut) over that time (without Start: from the
+	// first acknowledgement to the cut); Report.Load is the rate asked.
 	RatePerS float64 `json:"rate_per_s"`
 }
 
@@ -125,8 +135,29 @@ func Analyze(l Log) Report {
 		acked[id] = true
 	}
 	r.Published = Published{InRegion: len(inR), InSurvivors: len(inS), Total: len(acked)}
-	if span := l.Cut.Sub(firstR); len(inR) > 1 && span > 0 {
+	if !l.Start.IsZero() {
+		end := l.Cut
+		if !l.CutBegan.IsZero() && l.CutBegan.Before(end) {
+			end = l.CutBegan
+		}
+		n := 0
+		for _, at := range inR {
+			if !at.Before(l.Start) && !at.After(end) {
+				n++
+			}
+		}
+		if span := end.Sub(l.Start); span > 0 {
+			r.Published.RatePerS = float64(n) / span.Seconds()
+		}
+	} else if span := l.Cut.Sub(firstR); len(inR) > 1 && span > 0 {
 		r.Published.RatePerS = float64(len(inR)) / span.Seconds()
+	}
+	r.Warnings = []string{}
+	if l.Load > 0 && r.Published.RatePerS < LoadShortRatio*l.Load {
+		r.LoadShort = true
+		r.Warnings = append(r.Warnings, fmt.Sprintf(
+			"load: %.1f msgs/s acknowledged in %s before the cut, %.3g%% of the %s msgs/s asked (--load): the producer or the mesh did not keep up",
+			r.Published.RatePerS, l.Region, 100*r.Published.RatePerS/l.Load, num(l.Load)))
 	}
 
 	// RPO: acknowledged in the region, not in the survivor at the cut.

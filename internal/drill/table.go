@@ -8,7 +8,8 @@ import (
 )
 
 // WriteTable prints r as the human table of `strata drill failover`,
-// followed by one line per violation (none: "PASS").
+// followed by one "WARN" line per warning and one "FAIL" line per
+// violation (none: "PASS").
 func WriteTable(w io.Writer, r Report, v []Violation) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	opt := func(p *float64) string {
@@ -20,8 +21,8 @@ func WriteTable(w io.Writer, r Report, v []Violation) error {
 	rows := [][2]string{
 		{"drill", fmt.Sprintf("failover %s (%s), clients moved to %s, outage %.1fs", r.Region, r.Mode, r.Survivor, r.OutageS)},
 		{"regions", strings.Join(r.Regions, " ")},
-		{"published", fmt.Sprintf("%d acknowledged (%d in %s before the cut at %.1f msgs/s, %d after in %s)",
-			r.Published.Total, r.Published.InRegion, r.Region, r.Published.RatePerS, r.Published.InSurvivors, r.Survivor)},
+		{"published", fmt.Sprintf("%d acknowledged (%d in %s before the cut at %.1f msgs/s of %s asked, %d after in %s)",
+			r.Published.Total, r.Published.InRegion, r.Region, r.Published.RatePerS, num(r.Load), r.Published.InSurvivors, r.Survivor)},
 		{"RPO", fmt.Sprintf("%d msgs = %.3fs of traffic (oldest missing acked %.3fs before the cut)", r.RPO.Msgs, r.RPO.S, r.RPO.OldestAgeS)},
 		{"RTO publish", opt(r.RTO.PublishS) + " (cut → first ack in " + r.Survivor + ")"},
 		{"RTO consume", opt(r.RTO.ConsumeS) + " (cut → first delivery in " + r.Survivor + ")"},
@@ -36,6 +37,11 @@ func WriteTable(w io.Writer, r Report, v []Violation) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, x := range r.Warnings {
+		if _, err := fmt.Fprintln(w, "WARN", x); err != nil {
+			return err
+		}
 	}
 	if len(v) == 0 {
 		_, err := fmt.Fprintln(w, "PASS")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -73,16 +72,9 @@ func Run(ctx context.Context, cfg Config, fault Fault) (drill.Log, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Survivor == "" {
-		for _, r := range cfg.Regions {
-			if r != cfg.Region {
-				cfg.Survivor = r
-				break
-			}
-		}
-	}
-	if !slices.Contains(cfg.Regions, cfg.Region) || cfg.Survivor == "" || cfg.Survivor == cfg.Region || !slices.Contains(cfg.Regions, cfg.Survivor) {
-		return drill.Log{}, fmt.Errorf("drill: namespace %s replicates to %v: it needs --region %s and another region", cfg.Namespace, cfg.Regions, cfg.Region)
+	var err error
+	if cfg.Survivor, err = drill.PickSurvivor(cfg.Namespace, cfg.Regions, cfg.Region, cfg.Survivor); err != nil {
+		return drill.Log{}, err
 	}
 	d := &driver{cfg: cfg, rec: &recorder{}, conns: map[string]*conn{}}
 	d.topic = fmt.Sprintf("drill-%d", time.Now().UnixMilli())
@@ -91,7 +83,7 @@ func Run(ctx context.Context, cfg Config, fault Fault) (drill.Log, error) {
 	d.log = drill.Log{Region: cfg.Region, Survivor: cfg.Survivor, Regions: cfg.Regions, Mode: cfg.Mode,
 		Load: cfg.Load, SyncInterval: cfg.SyncInterval, Final: map[string][]string{}}
 	defer d.closeAll()
-	err := d.run(ctx, fault)
+	err = d.run(ctx, fault)
 	d.log.Acks, d.log.Deliveries = d.rec.acks, d.rec.deliveries
 	return d.log, err
 }
@@ -209,6 +201,7 @@ func (d *driver) run(ctx context.Context, fault Fault) error {
 	}
 
 	d.setPhase("cut", d.cfg.Region)
+	d.log.CutBegan = time.Now()
 	if err := fault.Cut(ctx); err != nil {
 		return fmt.Errorf("drill: cut %s: %w", d.cfg.Region, err)
 	}
