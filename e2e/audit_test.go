@@ -244,12 +244,19 @@ func lagScenario(t *testing.T, live *meshfile.File, dataDir string, js jetstream
 		t.Fatalf("lag %d msgs %d bytes %.3fs; want 1 msg, its bytes, at most %.3fs", m, b, s, age)
 	}
 	// the audit with ap-south frozen: incomplete within seconds, its
-	// cursor unreachable, not stalled.
+	// cursor unreachable, not stalled. The message hidden in eu-west
+	// earlier is still missing there: a difference, so the exit is 1 (a
+	// difference outranks incomplete), with eu-west's MISSING the only
+	// finding.
 	out, errOut, code := strata(t, "audit", "--data-dir", dataDir, "--topic", topic, "--watch", "500ms", "--timeout", "1s", "--json")
 	var a struct {
 		Exit        int      `json:"exit"`
 		NoAnswer    []string `json:"no_answer"`
 		Stalled     []any    `json:"stalled"`
+		Findings    []struct {
+			Region string `json:"region"`
+			Kind   string `json:"kind"`
+		} `json:"findings"`
 		Unreachable []struct {
 			Remote string `json:"remote"`
 		} `json:"unreachable"`
@@ -257,7 +264,8 @@ func lagScenario(t *testing.T, live *meshfile.File, dataDir string, js jetstream
 	if err := json.Unmarshal([]byte(out), &a); err != nil {
 		t.Fatalf("audit --json (exit %d): %v\n%s\n%s", code, err, out, errOut)
 	}
-	if code != 2 || a.Exit != 2 || len(a.NoAnswer) != 1 || a.NoAnswer[0] != "ap-south" || len(a.Stalled) != 0 || len(a.Unreachable) != 1 || a.Unreachable[0].Remote != "ap-south" {
-		t.Fatalf("audit with ap-south frozen: exit %d, want 2, ap-south not answering, its cursor unreachable\n%s\n%s", code, out, errOut)
+	missingInEU := len(a.Findings) == 1 && a.Findings[0].Region == "eu-west" && a.Findings[0].Kind == "missing"
+	if code != 1 || a.Exit != 1 || !missingInEU || len(a.NoAnswer) != 1 || a.NoAnswer[0] != "ap-south" || len(a.Stalled) != 0 || len(a.Unreachable) != 1 || a.Unreachable[0].Remote != "ap-south" {
+		t.Fatalf("audit with ap-south frozen: exit %d, want 1 (eu-west's hidden message), ap-south not answering, its cursor unreachable\n%s\n%s", code, out, errOut)
 	}
 }
