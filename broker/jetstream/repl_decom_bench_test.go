@@ -3,7 +3,9 @@ package jetstream_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -69,16 +71,18 @@ func BenchmarkDecommissionFailingRounds(b *testing.B) {
 		}
 	}
 	name := bqName("geo").String()
-	waitFor := func(what string, cond func() bool) {
-		deadline := time.Now().Add(30 * time.Second)
+	waitFor := func(what string, within time.Duration, cond func() bool) {
+		deadline := time.Now().Add(within)
 		for !cond() {
 			if time.Now().After(deadline) {
-				b.Fatalf("timed out waiting for %s", what)
+				pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+				drops, parked := a.CursorDrops()
+				b.Fatalf("timed out waiting for %s (drops %+v, parked %+v, hook left %d)", what, drops, parked, a.DropHookLeft())
 			}
 			time.Sleep(100 * time.Microsecond)
 		}
 	}
-	waitFor("r2 to have the 5 messages", func() bool {
+	waitFor("r2 to have the 5 messages", 30*time.Second, func() bool {
 		for _, rs := range a.Replication() {
 			if rs.Topic == name && rs.Remote == "r2" && rs.Position == 5 {
 				return true
@@ -96,7 +100,8 @@ func BenchmarkDecommissionFailingRounds(b *testing.B) {
 	}
 	// roundsTo kicks policy rounds until n deletion rounds gave up.
 	roundsTo := func(n int) {
-		waitFor(fmt.Sprintf("%d failed rounds", n), func() bool {
+		// Generous: a round takes a few ms, more on a loaded machine.
+		waitFor(fmt.Sprintf("%d failed rounds", n), 30*time.Second+time.Duration(n-rounds())*20*time.Millisecond, func() bool {
 			if rounds() >= n {
 				return true
 			}
