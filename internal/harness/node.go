@@ -89,6 +89,9 @@ type Report struct {
 	Admin   string `json:"admin,omitempty"`
 	SerfLAN string `json:"serf_lan,omitempty"`
 	SerfWAN string `json:"serf_wan,omitempty"`
+	// Failover is a broker's failover listeners by home region
+	// (meshfile.Node.Failover).
+	Failover map[string]string `json:"failover,omitempty"`
 }
 
 // ParseReport decodes a ready report line. It fails on anything that is

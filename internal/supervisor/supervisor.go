@@ -337,7 +337,7 @@ func (r *run) record(n *harness.Node, exited string) {
 // meshNode is a ready report as mesh.json lists it.
 func meshNode(rep harness.Report) meshfile.Node {
 	return meshfile.Node{ID: rep.ID, Role: rep.Role, PID: rep.PID, Etcd: rep.Etcd, NATS: rep.NATS, GRPC: rep.GRPC,
-		Admin: rep.Admin, SerfLAN: rep.SerfLAN, SerfWAN: rep.SerfWAN}
+		Admin: rep.Admin, SerfLAN: rep.SerfLAN, SerfWAN: rep.SerfWAN, Failover: rep.Failover}
 }
 
 // writeFile writes mesh.json from the nodes' reports, regions and nodes in
