@@ -317,7 +317,12 @@ func PrintRecovery(w io.Writer, r Recovery, now time.Time) {
 		}
 	}
 	if len(r.Unanswered) > 0 {
-		fmt.Fprintf(w, "failover and decommission state unknown from %s\n", strings.Join(r.Unanswered, "; "))
+		names := make([]string, len(r.Unanswered))
+		for i, u := range r.Unanswered {
+			names[i], _, _ = strings.Cut(u, ": ")
+		}
+		_, first, _ := strings.Cut(r.Unanswered[0], ": ")
+		fmt.Fprintf(w, "failover and decommission state unknown from %s: %s\n", strings.Join(names, ", "), first)
 	}
 }
 
