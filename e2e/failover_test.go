@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/stratamesh/strata/admin"
+	"github.com/stratamesh/strata/internal/harness"
 	"github.com/stratamesh/strata/internal/meshfile"
 	"github.com/stratamesh/strata/internal/testutil"
 	"github.com/stratamesh/strata/topology"
@@ -81,6 +82,9 @@ func (c *foClient) hopsSince(t time.Time) []foHop {
 // delivered again, none unread is skipped; also for a consumer that acked
 // nothing and on a topic whose first messages retention trimmed); then
 // us-east is thawed and the client returns home only after the delay.
+// A third round kills us-east's brokers (SIGKILL, through up's fault
+// socket) and restarts them: the same moves, and `strata status` shows
+// us-east not home while it is lost.
 func failoverScenario(t *testing.T, _ *upProcess, dataDir string) {
 	mf, err := meshfile.Read(dataDir)
 	if err != nil {
@@ -187,24 +191,51 @@ func failoverScenario(t *testing.T, _ *upProcess, dataDir string) {
 
 	readerUnread := slices.Clone(all[10:])
 	pids := brokerPIDs(t, home)
-	for round := 1; round <= 2; round++ {
-		// Lose us-east: freeze its brokers.
+	faults, err := harness.Dial(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer faults.Close()
+	for round := 1; round <= 3; round++ {
+		// Lose us-east: freeze its brokers (rounds 1 and 2), or kill them
+		// through up's fault socket (round 3; restarted on the same ports).
 		cut := time.Now()
-		for _, pid := range pids {
-			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-				t.Fatal(err)
+		roundStart := cut
+		restored := false
+		restore := func() {
+			if restored {
+				return
+			}
+			restored = true
+			for _, pid := range pids {
+				_ = syscall.Kill(pid, syscall.SIGCONT)
 			}
 		}
-		thawed := false
-		thaw := func() {
-			if !thawed {
-				for _, pid := range pids {
-					_ = syscall.Kill(pid, syscall.SIGCONT)
+		if round == 3 {
+			restore = func() {
+				if restored {
+					return
 				}
-				thawed = true
+				restored = true
+				for _, id := range brokerIDs(home) {
+					if err := faults.Restart(home.Name, id); err != nil {
+						t.Errorf("restart %s/%s: %v", home.Name, id, err)
+					}
+				}
+			}
+			for _, id := range brokerIDs(home) {
+				if err := faults.Kill(home.Name, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+		} else {
+			for _, pid := range pids {
+				if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
-		defer thaw()
+		defer restore()
 		rto := testutil.Eventually(t, fmt.Sprintf("round %d: client on another region's failover listener", round), 60*time.Second, func() bool {
 			return c.nc.IsConnected() && !isHome(c.nc.ConnectedUrl())
 		})
@@ -240,10 +271,13 @@ func failoverScenario(t *testing.T, _ *upProcess, dataDir string) {
 			t.Fatalf("round %d: the client left %s for %s while us-east is lost; hops%s", round, guestAt, cur, hopsText(c.hopsSince(cut), cut, mf))
 		}
 		regionsStatus(t, dataDir, guestRegion, round)
+		if round == 3 {
+			statusShowsLost(t, dataDir, guestRegion)
+		}
 
 		// us-east returns: the client stays a guest for the switch-back
 		// delay at least, then goes home.
-		thaw()
+		restore()
 		back := time.Now()
 		took := testutil.Eventually(t, fmt.Sprintf("round %d: client back home", round), 90*time.Second, func() bool {
 			h := c.hopsSince(cut) // reconnect callbacks run asynchronously
@@ -284,7 +318,36 @@ func failoverScenario(t *testing.T, _ *upProcess, dataDir string) {
 		if h := c.hopsSince(cut); len(h) != homeAt {
 			t.Fatalf("round %d: the client left home again before the next loss (flapping): hops%s", round, hopsText(h, cut, mf))
 		}
+		t.Logf("round %d took %v", round, time.Since(roundStart).Round(100*time.Millisecond))
 	}
+}
+
+// brokerIDs is r's broker node ids.
+func brokerIDs(r meshfile.Region) []string {
+	var out []string
+	for _, n := range r.Nodes {
+		if n.Role == topology.RoleBroker {
+			out = append(out, n.ID)
+		}
+	}
+	return out
+}
+
+// statusShowsLost checks `strata status` while us-east's brokers are
+// killed: a line for us-east, unreachable, its client held by guestRegion.
+func statusShowsLost(t *testing.T, dataDir, guestRegion string) {
+	t.Helper()
+	var out string
+	testutil.Eventually(t, "strata status: us-east not home, its guest in "+guestRegion, 30*time.Second, func() bool {
+		out, _, _ = strata(t, "status", "--data-dir", dataDir)
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "  us-east: unreachable from ") && strings.Contains(l, "switch-back away") && strings.HasSuffix(l, "1 guest held in "+guestRegion) {
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("strata status with us-east lost:\n%s", out[strings.Index(out, "regions not home"):])
 }
 
 func hopsText(hops []foHop, since time.Time, f *meshfile.File) string {

@@ -8,3 +8,8 @@ func (s *Service) DropHookLeft() int64 {
 	}
 	return 0
 }
+
+// SetFinalPersistHook makes every stopping replicator cursor call h with
+// the write of its last position (h must call it, at a time of its
+// choosing).
+func (s *Service) SetFinalPersistHook(h func(persist func())) { s.finalPersistHook.Store(&h) }

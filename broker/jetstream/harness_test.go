@@ -20,7 +20,7 @@ import (
 // shared embedded etcd, real bookies, and brokers each running the NATS
 // server with its JetStream layer.
 type strataRegion struct {
-	t       *testing.T
+	t       testing.TB
 	store   *metapkg.Store
 	bookies *cluster.Cluster
 	tweak   func(*jetstream.Config)
@@ -62,13 +62,13 @@ func (p staticPeers) Peers() []broker.Peer {
 func (p staticPeers) Changed() <-chan struct{} { return nil }
 
 // newStrataRegion starts bookies (E3/Qw2/Qa2 over 4) and n brokers.
-func newStrataRegion(t *testing.T, n int, tweak func(*jetstream.Config)) *strataRegion {
+func newStrataRegion(t testing.TB, n int, tweak func(*jetstream.Config)) *strataRegion {
 	return newStrataRegionWith(t, n, tweak, nil)
 }
 
 // newStrataRegionWith is newStrataRegion with each broker's Config edited
 // by brokerTweak too.
-func newStrataRegionWith(t *testing.T, n int, tweak func(*jetstream.Config), brokerTweak func(*broker.Config)) *strataRegion {
+func newStrataRegionWith(t testing.TB, n int, tweak func(*jetstream.Config), brokerTweak func(*broker.Config)) *strataRegion {
 	t.Helper()
 	r := &strataRegion{t: t, store: metatest.OpenStore(t), tweak: tweak, brokerTweak: brokerTweak}
 	r.bookies = cluster.Start(t, r.store, 4)
@@ -89,7 +89,7 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-func (b *strataBroker) start(t *testing.T) {
+func (b *strataBroker) start(t testing.TB) {
 	t.Helper()
 	r := b.region
 	lc := r.bookies.Client(t)
@@ -138,7 +138,7 @@ func (b *strataBroker) start(t *testing.T) {
 	r.mu.Unlock()
 }
 
-func (b *strataBroker) stop(t *testing.T) {
+func (b *strataBroker) stop(t testing.TB) {
 	b.region.mu.Lock()
 	if b.stopped || b.srv == nil {
 		b.region.mu.Unlock()
@@ -157,7 +157,7 @@ func (b *strataBroker) stop(t *testing.T) {
 }
 
 // restart stops and starts broker b on the same ports.
-func (b *strataBroker) restart(t *testing.T) {
+func (b *strataBroker) restart(t testing.TB) {
 	b.stop(t)
 	b.start(t)
 }

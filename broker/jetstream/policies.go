@@ -224,9 +224,11 @@ func (t *topic) reconcileReplication() {
 		case hasKey(parked, r.remote):
 			r.stop() // a pending decommission: its position stays, held (repl_decom.go)
 			t.parkLocked(r.remote, r.pos.Load())
+			t.stopping = append(t.stopping, r)
 			removed = true
 		default:
 			r.stop() // removed, or removed and added back (a new epoch)
+			t.stopping = append(t.stopping, r)
 			removed = true
 		}
 	}

@@ -229,15 +229,58 @@ func (s *Service) dropHook() *atomic.Int64 {
 	return s.dropFail
 }
 
-// dropStaleCursors is one round of deleting the persisted positions of
+// dropStaleCursors runs a round of deleting the persisted positions of
 // replicator cursors towards regions no longer in the topic's
 // replication list, and of parking (not deleting) those of regions a
 // pending decommission removed. See the file comment for the bounds.
+//
+// One round runs at a time per topic; a round asked for while one runs
+// is run after it (once, however many were asked), so a region removed
+// meanwhile is not missed. A round first waits for the stopped cursors
+// to exit: a stopping cursor writes its last position on its way out,
+// and a round that listed or deleted before that write would leave the
+// position behind, unseen.
 func (t *topic) dropStaleCursors() {
-	if !t.dropping.CompareAndSwap(false, true) {
-		return // one at a time
+	t.dropAgain.Store(true)
+	for t.dropping.CompareAndSwap(false, true) {
+		for t.dropAgain.Swap(false) {
+			if !t.waitStopped() {
+				break
+			}
+			t.dropRound()
+		}
+		t.dropping.Store(false)
+		if !t.dropAgain.Load() {
+			return
+		}
 	}
-	defer t.dropping.Store(false)
+	// Another round runs: it sees dropAgain.
+}
+
+// waitStopped waits until the stopped cursors have exited and forgets
+// them; false when the topic or the service stops first.
+func (t *topic) waitStopped() bool {
+	t.mu.Lock()
+	stopping := slices.Clone(t.stopping)
+	t.mu.Unlock()
+	for _, r := range stopping {
+		select {
+		case <-r.exited:
+		case <-t.done:
+			return false
+		case <-t.s.ctx.Done():
+			return false
+		}
+	}
+	t.mu.Lock()
+	t.stopping = slices.DeleteFunc(t.stopping, func(r *replSender) bool { return slices.Contains(stopping, r) })
+	t.mu.Unlock()
+	return true
+}
+
+// dropRound is one round of dropStaleCursors: at most
+// CursorDrop.Tries tries, backed off.
+func (t *topic) dropRound() {
 	cfg := t.s.cfg.CursorDrop.withDefaults()
 	keep, parked := t.s.remotesOf(t.name), t.parkedOf()
 	t.unparkExcept(parked)
@@ -308,7 +351,7 @@ func hasKey[V any](m map[string]V, k string) bool { _, ok := m[k]; return ok }
 // newSender makes the sender of remote with the remote's current
 // replication epoch.
 func (t *topic) newSender(ml *mledger.ML, remote string) *replSender {
-	return &replSender{t: t, ml: ml, remote: remote, quit: make(chan struct{}),
+	return &replSender{t: t, ml: ml, remote: remote, quit: make(chan struct{}), exited: make(chan struct{}),
 		epoch: t.s.replEpoch(t.name.Tenant, t.name.Namespace, remote)}
 }
 

@@ -180,6 +180,7 @@ type replSender struct {
 	probe   atomic.Bool
 	quit    chan struct{} // closed by stop: the region left the replication list
 	once    sync.Once
+	exited  chan struct{} // closed when run returns: its last position is written
 
 	mu     sync.Mutex
 	status replicator.Status
@@ -210,6 +211,7 @@ func (t *topic) replSenders() []*replSender {
 
 // run runs sender lives until the topic stops serving here.
 func (r *replSender) run() {
+	defer close(r.exited)
 	ctx, cancel := context.WithCancel(r.t.s.ctx)
 	defer cancel()
 	go func() {
@@ -350,9 +352,16 @@ func (r *replSender) life(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			if pos := snd.Position(); pos != persisted {
-				pctx, cancel := context.WithTimeout(context.Background(), time.Second)
-				_ = r.persist(pctx, snd.State())
-				cancel()
+				persist := func() {
+					pctx, cancel := context.WithTimeout(context.Background(), time.Second)
+					_ = r.persist(pctx, snd.State())
+					cancel()
+				}
+				if h := r.t.s.finalPersistHook.Load(); h != nil {
+					(*h)(persist) // test hook
+				} else {
+					persist()
+				}
 			}
 			r.setStatus(snd.Status(time.Now()))
 			return nil

@@ -34,6 +34,10 @@ type Service struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// finalPersistHook is a test hook (export_decom_test.go): a stopping
+	// replicator cursor calls it with the write of its last position.
+	finalPersistHook atomic.Pointer[func(persist func())]
+
 	leaseMu sync.Mutex
 	lease   *meta.Lease
 	leaseOK chan struct{} // closed while lease is valid; replaced when it is lost

@@ -46,6 +46,11 @@ type topic struct {
 	// replication list failed; the next policy round tries again.
 	staleCursors atomic.Bool
 	dropping     atomic.Bool // dropStaleCursors runs
+	dropAgain    atomic.Bool // a round was asked for while one ran: run another
+	// stopping are the replicator cursors stopped (their region left the
+	// list) that may not have written their last position yet; a drop
+	// round waits for them (repl_decom.go; guarded by mu).
+	stopping []*replSender
 	// parked are the positions of cursors a pending decommission
 	// stopped (remote → origin sequence), held for retention until it is
 	// confirmed or cancelled (repl_decom.go; guarded by mu).

@@ -239,11 +239,11 @@ func FuzzRegionCapFlag(f *testing.F) {
 // "quotas" only when a tenant is near a limit or its usage is unknown.
 func TestStatusJSONQuotas(t *testing.T) {
 	f := &meshfile.File{Mesh: "m"}
-	b, _ := json.Marshal(newStatusJSON(f, status.Quotas{}))
-	if strings.Contains(string(b), "quotas") || !strings.Contains(string(b), `"mesh":"m"`) {
+	b, _ := json.Marshal(newStatusJSON(f, status.Quotas{}, status.Recovery{}))
+	if strings.Contains(string(b), "quotas") || strings.Contains(string(b), "recovery") || !strings.Contains(string(b), `"mesh":"m"`) {
 		t.Errorf("nothing to say: %s", b)
 	}
-	b, _ = json.Marshal(newStatusJSON(f, status.Quotas{Near: []status.Near{{Tenant: "t", Quota: "publish_rate", Unit: "msgs/s", Limit: 10, Use: 9}}}))
+	b, _ = json.Marshal(newStatusJSON(f, status.Quotas{Near: []status.Near{{Tenant: "t", Quota: "publish_rate", Unit: "msgs/s", Limit: 10, Use: 9}}}, status.Recovery{}))
 	if !strings.Contains(string(b), `"quotas":{"near_limit":[{"tenant":"t","quota":"publish_rate","unit":"msgs/s","limit":10,"use":9}]}`) ||
 		!strings.Contains(string(b), `"mesh":"m"`) {
 		t.Errorf("a tenant near: %s", b)
@@ -251,6 +251,10 @@ func TestStatusJSONQuotas(t *testing.T) {
 	var back meshfile.File
 	if err := json.Unmarshal(b, &back); err != nil || back.Mesh != "m" {
 		t.Errorf("not mesh.json's shape: %v", err)
+	}
+	b, _ = json.Marshal(newStatusJSON(f, status.Quotas{}, status.Recovery{Decommissions: []status.DecomAlert{{Region: "r2", State: "pending", Namespaces: 1}}}))
+	if !strings.Contains(string(b), `"recovery":{"decommissions":[{"region":"r2","state":"pending","namespaces":1,"parked_cursors":0,"held_msgs":0}]}`) {
+		t.Errorf("a decommission pending: %s", b)
 	}
 }
 

@@ -23,7 +23,7 @@ func newStatus() *cobra.Command {
 	var tf tlsFlags
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show the running mesh: regions, nodes and their Serf state, and tenants near a quota",
+		Short: "Show the running mesh: regions, nodes and their Serf state, tenants near a quota, regions not home, decommissions",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir := dataDirOr(dataDir, nil)
@@ -48,18 +48,22 @@ func newStatus() *cobra.Command {
 			// tenant with quotas, to one broker. Not answering is not an
 			// error of status (the nodes' table says why).
 			quotas, _ := status.CollectQuotas(ctx, &admin.Client{HTTP: hc}, live)
+			// Regions not home (failover) and decommissions in progress
+			// or failing: every broker's view, a few at a time.
+			recovery := status.CollectRecovery(ctx, &admin.Client{HTTP: hc}, live)
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(newStatusJSON(live, quotas))
+				return enc.Encode(newStatusJSON(live, quotas, recovery))
 			}
 			status.PrintTable(cmd.OutOrStdout(), live)
 			status.PrintQuotas(cmd.OutOrStdout(), quotas)
+			status.PrintRecovery(cmd.OutOrStdout(), recovery, time.Now())
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "data directory of the running mesh (default ./strata-data)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON in the shape of mesh.json, with each node's state")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON in the shape of mesh.json, with each node's state (and \"quotas\", \"recovery\" when there is something to say)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Second, "how long to wait for each node to answer")
 	tf.register(cmd.Flags())
 	cmd.Flags().StringVar(&token, "token", "", "admin token when the mesh has auth on (default $"+tokenEnv+", else up's "+supervisor.SuperuserTokenFile+")")
@@ -68,17 +72,24 @@ func newStatus() *cobra.Command {
 
 // statusJSON is `strata status --json`: mesh.json's shape with each
 // node's state, and "quotas" (tenants near a limit, tenants whose usage
-// is unknown) when there is anything to say.
+// is unknown) and "recovery" (regions not home, pending decommissions,
+// stale replicator cursors; status.Recovery) when there is anything to
+// say.
 type statusJSON struct {
 	*meshfile.File
-	Quotas *status.Quotas `json:"quotas,omitempty"`
+	Quotas   *status.Quotas   `json:"quotas,omitempty"`
+	Recovery *status.Recovery `json:"recovery,omitempty"`
 }
 
-func newStatusJSON(f *meshfile.File, q status.Quotas) statusJSON {
-	if len(q.Near) == 0 && len(q.Unknown) == 0 {
-		return statusJSON{File: f}
+func newStatusJSON(f *meshfile.File, q status.Quotas, r status.Recovery) statusJSON {
+	out := statusJSON{File: f}
+	if len(q.Near) > 0 || len(q.Unknown) > 0 {
+		out.Quotas = &q
 	}
-	return statusJSON{File: f, Quotas: &q}
+	if !r.Empty() {
+		out.Recovery = &r
+	}
+	return out
 }
 
 // bearer adds "Authorization: Bearer <token>" to every request (none
