@@ -95,6 +95,8 @@ func TestLivePolicies(t *testing.T) {
 		}
 	}
 	info := func(name string) *natsjs.StreamInfo {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
 		st, err := js.Stream(ctx, name)
 		if err != nil {
 			t.Fatalf("stream %s: %v", name, err)
@@ -171,14 +173,24 @@ func TestLivePolicies(t *testing.T) {
 		lastAck = ack.Sequence
 		return true
 	})
-	if in := info("live:orders"); lastAck < 11 || in.State.Msgs != 4 || in.State.LastSeq != lastAck {
-		t.Fatalf("after the bundle change: acked seq %d, %d msgs, last seq %d", lastAck, in.State.Msgs, in.State.LastSeq)
+	if lastAck < 11 {
+		t.Fatalf("after the bundle change: acked seq %d, want 11 or more", lastAck)
 	}
+	// max_msgs trims after the store, so right after the move the
+	// topic may hold one more for a moment.
+	testutil.Eventually(t, "the moved topic holds its last 4 messages", 20*time.Second, func() bool {
+		in := info("live:orders")
+		return in.State.Msgs == 4 && in.State.LastSeq == lastAck
+	})
 
 	// The namespace is deleted: its topic goes.
 	pol.set(r, "demo", "live", nil)
 	testutil.Eventually(t, "the topic of a deleted namespace is deleted", 20*time.Second, func() bool {
-		_, err := js.Stream(ctx, "live:orders")
+		// Each request bounded: one unanswered while the topic is being
+		// deleted is asked again rather than waited on.
+		sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
+		defer scancel()
+		_, err := js.Stream(sctx, "live:orders")
 		return errors.Is(err, natsjs.ErrStreamNotFound)
 	})
 }
