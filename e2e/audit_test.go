@@ -250,10 +250,10 @@ func lagScenario(t *testing.T, live *meshfile.File, dataDir string, js jetstream
 	// finding.
 	out, errOut, code := strata(t, "audit", "--data-dir", dataDir, "--topic", topic, "--watch", "500ms", "--timeout", "1s", "--json")
 	var a struct {
-		Exit        int      `json:"exit"`
-		NoAnswer    []string `json:"no_answer"`
-		Stalled     []any    `json:"stalled"`
-		Findings    []struct {
+		Exit     int      `json:"exit"`
+		NoAnswer []string `json:"no_answer"`
+		Stalled  []any    `json:"stalled"`
+		Findings []struct {
 			Region string `json:"region"`
 			Kind   string `json:"kind"`
 		} `json:"findings"`
